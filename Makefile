@@ -1,0 +1,42 @@
+# One-command set-up on a fresh machine: `make demo` and `make test` create .venv,
+# install what they need (pinned in pyproject.toml) and run.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO_STAMP := $(VENV)/.demo-installed
+TEST_STAMP := $(VENV)/.test-installed
+
+.PHONY: demo test lint typecheck bench clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (schedmate needs Python 3.11)"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch is pinned to the CPU build (2.13.0); an unpinned torch pulls several GB of CUDA.
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[embed]"
+	touch $@
+
+# llama-cpp-python compiles llama.cpp once (5-7 min on 2 cores); pip caches the wheel.
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[embed,llm-server,dev]"
+	touch $@ $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(BIN)/schedmate demo
+
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy
+
+bench: $(TEST_STAMP)
+	$(BIN)/python bench/tracker.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

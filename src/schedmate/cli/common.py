@@ -1,0 +1,60 @@
+"""Shared CLI plumbing: global options -> validated Settings; errors -> one line, exit 2."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from schedmate.core.errors import SchedmateError
+from schedmate.core.settings import Settings, load_settings
+
+__all__ = ["State", "console", "err_console", "settings_of", "friendly_errors"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class State:
+    """What the global options asked for; settings are built lazily, once."""
+
+    def __init__(self, config: str | None, overrides: dict[str, Any]) -> None:
+        self.config = config
+        self.overrides = overrides
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config, self.overrides)
+        return self._settings
+
+
+def settings_of(ctx: typer.Context) -> Settings:
+    state = ctx.find_object(State)
+    return state.settings if state is not None else load_settings()
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn SchedmateError into `error: <one line>` on stderr and exit code 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SchedmateError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise typer.Exit(0) from None
+
+    return wrapper  # type: ignore[return-value]

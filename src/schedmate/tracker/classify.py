@@ -1,0 +1,187 @@
+"""Line classifier: progress / error / warning / info, decided once per template.
+
+A new template is decided by, in order: strong error rules (exception names, tracebacks,
+ERROR/FATAL levels), the metric parser (does the line carry training progress?), warning
+rules, then the embedding model (k-nearest labelled exemplars, `data/line_exemplars.jsonl`)
+for the phrasings no rule covers. Every later line of that template reuses the decision,
+so the embedding model is consulted once per pattern, not per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schedmate.core.errors import BackendError, InputError
+from schedmate.core.types import LineKind
+from schedmate.tracker.parse import parse_line
+from schedmate.tracker.templates import mask_batch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from schedmate.backends.embedder import Embedder
+
+__all__ = ["LineClassifier", "rule_kind", "is_training_progress", "load_exemplars", "Exemplar"]
+
+_ERROR = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|^\s*(?:\[[^\]]*\]\s*)*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|$)"
+    r"|\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|Fatal error|Segmentation fault|core dumped|\bBus error\b"
+    r"|\bKilled\b|oom-kill|\berror:|^\s*\[E[\s\d]|^\s*E\d{4} |\bterminate called\b"
+    r"|Uncorrectable ECC|\bXid\b",
+)
+_WARNING = re.compile(
+    r"\b(?:WARNING|WARN)\b|\bWarning:|\b[A-Z]\w*Warning\b|\bwarnings\.warn\(|^\s*\[W[\s\d]|^\s*W\d{4} "
+    r"|\bdeprecated\b",
+    re.I,
+)
+_LETTERS = re.compile(r"[A-Za-z]{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Exemplar:
+    label: LineKind
+    text: str
+
+
+def load_exemplars(path: Path | None = None) -> list[Exemplar]:
+    """Labelled exemplar lines (JSONL: label, text); the bundled set by default."""
+    if path is None:
+        raw = resources.files("schedmate.data").joinpath("line_exemplars.jsonl").read_text("utf-8")
+        where = "schedmate/data/line_exemplars.jsonl"
+    else:
+        try:
+            raw = Path(path).read_text("utf-8")
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read exemplars: {exc.strerror}") from None
+        where = str(path)
+    out: list[Exemplar] = []
+    for no, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            out.append(Exemplar(LineKind(obj["label"]), str(obj["text"])))
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{where}:{no}: expected {{\"label\": progress|error|warning|info, \"text\": ...}}") from None
+    return out
+
+
+def is_training_progress(text: str) -> bool:
+    """True when the parser finds a step counter, a loss or a step time on the line."""
+    c = parse_line(text)
+    v = c.values
+    return ("step" in v and (len(v) > 2 or c.is_bar)) or "loss" in v or "step_time" in v or (
+        "step" in v and c.n_metrics >= 1
+    )
+
+
+def rule_kind(text: str) -> LineKind | None:
+    """The rules' verdict, or None when they have no opinion (the embedder decides)."""
+    if _ERROR.search(text):
+        return LineKind.ERROR
+    if is_training_progress(text):
+        return LineKind.PROGRESS
+    if _WARNING.search(text):
+        return LineKind.WARNING
+    return None
+
+
+class LineClassifier:
+    """Facade: classify lines in bulk; each template is decided once and remembered."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        exemplars: Sequence[Exemplar] | None = None,
+        *,
+        k: int = 3,
+        min_similarity: float = 0.45,
+    ) -> None:
+        self.embedder = embedder
+        self.exemplars = list(exemplars) if exemplars is not None else load_exemplars()
+        self.k = k
+        self.min_similarity = min_similarity
+        self.decisions: dict[str, LineKind] = {}
+        self.n_embedded = 0
+        self.embed_failures = 0
+        self._ex_matrix: np.ndarray | None = None
+
+    # -- persistence (Drain3-style: the decisions are the state) --------------------
+    def save_state(self) -> dict[str, str]:
+        return {t: k.value for t, k in self.decisions.items()}
+
+    def load_state(self, state: dict[str, str]) -> None:
+        for t, k in state.items():
+            try:
+                self.decisions[t] = LineKind(k)
+            except ValueError:
+                continue
+
+    # -- classification ---------------------------------------------------------------
+    def classify(self, text: str) -> LineKind:
+        return self.classify_batch([text])[0]
+
+    def classify_batch(self, lines: Sequence[str]) -> list[LineKind]:
+        """Kinds of many lines; new templates are decided (and embedded) in one batch."""
+        templates = mask_batch(list(lines))
+        decisions = self.decisions
+        out: list[LineKind | None] = [decisions.get(t) for t in templates]
+        pending: dict[str, str] = {}
+        for i, kind in enumerate(out):
+            if kind is None and templates[i] not in pending:
+                pending[templates[i]] = lines[i]
+        if pending:
+            self._decide(pending)
+            out = [decisions[t] for t in templates]
+        return out  # type: ignore[return-value]
+
+    def _decide(self, pending: dict[str, str]) -> None:
+        to_embed: list[tuple[str, str]] = []
+        for template, sample in pending.items():
+            kind = rule_kind(sample)
+            if kind is None:
+                if self.embedder is not None and _LETTERS.search(template):
+                    to_embed.append((template, sample))
+                    continue
+                kind = LineKind.INFO
+            self.decisions[template] = kind
+        if to_embed:
+            for (template, _), kind in zip(to_embed, self._nearest([t for t, _ in to_embed]), strict=True):
+                self.decisions[template] = kind
+
+    def _nearest(self, texts: list[str]) -> list[LineKind]:
+        """kNN vote among exemplars; INFO when nothing is similar enough or the model fails."""
+        import numpy as np
+
+        assert self.embedder is not None
+        try:
+            if self._ex_matrix is None:
+                self._ex_matrix = self.embedder.embed([e.text for e in self.exemplars])
+            vecs = self.embedder.embed(texts)
+        except BackendError:
+            self.embed_failures += 1
+            return [LineKind.INFO] * len(texts)
+        self.n_embedded += len(texts)
+        sims = vecs @ self._ex_matrix.T
+        k = min(self.k, sims.shape[1])
+        top = np.argsort(-sims, axis=1)[:, :k]
+        kinds: list[LineKind] = []
+        for row, idx in zip(sims, top, strict=True):
+            if row[idx[0]] < self.min_similarity:
+                kinds.append(LineKind.INFO)
+                continue
+            votes: dict[LineKind, float] = {}
+            for j in idx:
+                votes[self.exemplars[j].label] = votes.get(self.exemplars[j].label, 0.0) + float(row[j])
+            kinds.append(max(votes.items(), key=lambda kv: kv[1])[0])
+        return kinds
+
+    def known_templates(self) -> Iterable[tuple[str, LineKind]]:
+        return self.decisions.items()

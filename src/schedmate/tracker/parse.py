@@ -1,0 +1,331 @@
+"""Fast rule-based parsing of one log line into metric candidates.
+
+Covers the shapes most frameworks print: `key=value`, `key: value`, `key value`, Python
+dicts / JSON lines, tqdm bars (with postfix), fractions `N/M`, unit rates (`3.2 it/s`,
+`512ms/step`, `0.21 sec/batch`, `615 examples/sec`), durations (`3:56:00`, `7h 2m 14s`).
+Tables (a header line then numeric rows) are handled by the caller with `parse_row`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from schedmate.tracker.fields import (
+    RATE_UNITS,
+    THROUGHPUT_WORDS,
+    TIME_PER_STEP_UNITS,
+    field_for_key,
+    is_eval_key,
+    normalise_key,
+)
+
+__all__ = ["Candidates", "parse_line", "split_glued", "parse_duration", "strip_timestamps", "EVAL_WORDS"]
+
+NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
+_DUR_COLON = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
+_DUR_HMS = r"(?:\d+(?:\.\d+)?d\s*)?(?:\d+(?:\.\d+)?h\s*)?(?:\d+(?:\.\d+)?m(?!s)\s*)?\d+(?:\.\d+)?s\b"
+_UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|%|[KMGT]i?B|[KMGT]b|[KMGT](?![a-z]))?"
+
+_TIMESTAMP = re.compile(
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"|\[\d{1,2}/\d{1,2} \d{2}:\d{2}:\d{2}\]"  # detectron2 [11/18 18:10:05]
+    r"|\b[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"  # glog W0425 13:14:45.25
+    r"|\[[A-Z]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\]"
+    r"|(?<![\d:])\d{2}:\d{2}:\d{2}(?:[.,]\d{3,9})(?![\d])"  # bare 12:44:11.139
+)
+# a line that carries another log record glued to its end (tqdm without newline)
+_GLUE = re.compile(r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+
+_BAR = re.compile(
+    r"(?P<pct>\d{1,3})%\s*(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
+    r"(?:,\s*(?P<postfix>[^\]]*))?\]"
+)
+_BAR_NOTOTAL = re.compile(r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s")
+
+_KEY = r"[A-Za-z_][\w./\-]*(?:\([^)\s]{1,10}\))?(?:[ ][A-Za-z][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
+_VALUE = (
+    r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
+    r"(?P<u>" + _UNIT + r"(?:/[A-Za-z]+)?)"
+)
+_KV = re.compile(
+    r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)" + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>") + r"(?P=qq)"
+    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?![\w.])"
+)
+_RATE = re.compile(
+    r"(?P<v>" + NUM + r")\s*(?P<u>(?:ms|s|sec|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter)"
+    r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
+)
+_FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
+_EPOCH_BRACKET = re.compile(r"\bepoch\s*\[(?P<e>\d+)(?:/(?P<te>\d+))?\]\s*\[(?P<n>\d+)/(?P<d>\d+)\]", re.I)
+_LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
+EVAL_WORDS = re.compile(
+    r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
+    r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
+    re.I,
+)
+
+
+@dataclass(slots=True)
+class Candidates:
+    """Metric candidates read from one line: field -> (rank, value)."""
+
+    values: dict[str, tuple[int, float]] = field(default_factory=dict)
+    throughput: tuple[float, str] | None = None
+    total_epochs: int | None = None
+    is_bar: bool = False
+    is_eval: bool = False
+    loss_is_nan: bool = False
+    is_summary: bool = False
+    n_metrics: int = 0
+    eval_metric: bool = False
+
+    def put(self, name: str, rank: int, value: float) -> None:
+        cur = self.values.get(name)
+        if cur is None or rank < cur[0]:
+            self.values[name] = (rank, value)
+
+    def get(self, name: str) -> float | None:
+        cur = self.values.get(name)
+        return None if cur is None else cur[1]
+
+
+def parse_duration(text: str) -> float | None:
+    """`3:56:00` / `1:52:09` / `7h 2m 14s` / `0s` / `21477 sec` -> seconds."""
+    t = text.strip()
+    if ":" in t:
+        parts = t.split(":")
+        try:
+            nums = [float(p) for p in parts]
+        except ValueError:
+            return None
+        total = 0.0
+        for n in nums:
+            total = total * 60 + n
+        return total
+    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?", t)
+    if m and any(m.groups()):
+        d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+        return d * 86400 + h * 3600 + mi * 60 + s
+    return None
+
+
+def _to_float(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def strip_timestamps(text: str) -> str:
+    return _TIMESTAMP.sub(" ", text)
+
+
+def split_glued(text: str) -> list[str]:
+    """Split a record glued after a tqdm bar (`...3.33s/it][2021-11-26 03:07:16] ...`)."""
+    if len(text) < 30:
+        return [text]
+    parts = _GLUE.split(text)
+    return [p for p in parts if p.strip()] or [text]
+
+
+def _seconds(value: float, unit: str) -> float:
+    u = unit.lower()
+    if u.startswith("ms"):
+        return value / 1000.0
+    if u.startswith(("us", "µs")):
+        return value / 1e6
+    if u.startswith("min"):
+        return value * 60.0
+    if u == "h":
+        return value * 3600.0
+    return value
+
+
+def _put_time(c: Candidates, key: str, rank: int, value: float, unit: str) -> None:
+    if "(ms)" in key or key.startswith("ms/") or key.endswith("_ms"):
+        unit = "ms"
+    if value > 0 and math.isfinite(value):
+        c.put("step_time", rank, _seconds(value, unit))
+
+
+def _apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
+    u = unit.lower().replace("sec", "s").replace("second", "s")
+    if not (value > 0 and math.isfinite(value)):
+        return
+    if u in TIME_PER_STEP_UNITS or u.replace("sec", "s") in TIME_PER_STEP_UNITS:
+        base = u.split("/")[0]
+        c.put("step_time", rank, _seconds(value, base))
+    elif u in RATE_UNITS:
+        c.put("step_time", rank, 1.0 / value)
+    elif THROUGHPUT_WORDS.match(u) and c.throughput is None:
+        c.throughput = (value, unit)
+
+
+_GENERIC = {"time", "it", "batch", "steps", "ep", "update", "updates", "elapsed", "remaining", "wall", "eta",
+            "epochs", "iters"}
+_LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
+_SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
+
+
+def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
+    key = normalise_key(raw_key)
+    if key in _SUMMARY_KEYS:
+        c.is_summary = True
+    words = key.split("_") if " " not in raw_key.strip() else raw_key.lower().split()
+    hit = field_for_key(key)
+    if hit is None and is_eval_key(key) and "loss" in key:
+        c.eval_metric = True
+    if hit is None and " " in raw_key.strip():
+        # multi-word keys: try shorter suffixes ("INFO train loss" -> "train loss" -> "loss"),
+        # but a generic word ("time", "it") qualified by others ("inference time") is not ours
+        for i in range(1, len(words)):
+            suffix = normalise_key(" ".join(words[i:]))
+            hit = field_for_key(suffix)
+            if hit is not None:
+                if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(" ".join(words[:i])):
+                    hit = None
+                    break
+                key = suffix
+                break
+    if hit is None:
+        if THROUGHPUT_WORDS.search(key) and ("per_s" in key or "/s" in key or key in ("wps", "tps", "tgs")):
+            val = _to_float(raw_val)
+            if val is not None and c.throughput is None:
+                c.throughput = (val, key)
+                return True
+        return False
+    name, rank = hit
+    sval = raw_val.strip()
+    if name in ("elapsed", "remaining"):
+        dur = parse_duration(sval + (unit if unit in ("s", "sec", "h", "min", "ms") else ""))
+        if dur is None:
+            v = _to_float(sval)
+            dur = None if v is None else _seconds(v, unit or "s")
+        if dur is not None:
+            c.put(name, rank, dur)
+        return dur is not None
+    if "/" in sval and ":" not in sval:
+        num, _, den = sval.partition("/")
+        n, d = _to_float(num), _to_float(den)
+        if n is None or d is None:
+            return False
+        if name == "step":
+            c.put("step", rank, n)
+            c.put("total_steps", rank, d)
+        elif name == "epoch":
+            c.put("epoch", rank, n)
+            c.total_epochs = int(d)
+        else:
+            return False
+        return True
+    if ":" in sval:
+        return False
+    val = _to_float(sval)
+    if val is None:
+        dur = parse_duration(sval) if name == "step_time" else None
+        if dur is None:
+            return False
+        val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
+    if name == "loss" and math.isnan(val):
+        c.loss_is_nan = True
+        c.put("loss", rank, val)
+        return True
+    if name == "step_time":
+        _put_time(c, key, rank, val, unit)
+    elif name == "step_rate":
+        if val > 0:
+            c.put("step_time", rank + 1, 1.0 / val)
+    else:
+        c.put(name, rank, val)
+    return True
+
+
+def _parse_bar(c: Candidates, text: str) -> str:
+    m = _BAR.search(text)
+    if m is None:
+        m2 = _BAR_NOTOTAL.search(text)
+        if m2 is None:
+            return text
+        c.is_bar = True
+        c.put("step", 3, float(m2["n"]))
+        return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end():]
+    c.is_bar = True
+    desc = text[: m.start()]
+    if EVAL_WORDS.search(desc):
+        c.is_eval = True
+    c.put("step", 3, float(m["n"]))
+    c.put("total_steps", 3, float(m["total"]))
+    rate = m["rate"]
+    if rate != "?":
+        val = _to_float(rate)
+        if val is not None:
+            _apply_rate(c, val, m["unit"], 3)
+    el = parse_duration(m["elapsed"])
+    if el is not None:
+        c.put("elapsed", 5, el)
+    if m["remaining"] and m["remaining"] != "?":
+        rem = parse_duration(m["remaining"])
+        if rem is not None:
+            c.put("remaining", 3, rem)
+    if m["postfix"]:
+        _parse_kvs(c, m["postfix"])
+    return desc + " " * (m.end() - m.start()) + text[m.end():]
+
+
+def _parse_kvs(c: Candidates, text: str) -> str:
+    """Apply every key/value pair; return the text with used spans blanked."""
+    out = list(text)
+    for m in _KV.finditer(text):
+        if m["qk"] is not None:
+            ok = _apply_kv(c, m["qk"], m["qv"], m["qu"] or "")
+        else:
+            ok = _apply_kv(c, m["k"], m["v"], m["u"] or "")
+        if ok:
+            c.n_metrics += 1
+        out[m.start(): m.end()] = " " * (m.end() - m.start())
+    return "".join(out)
+
+
+def parse_line(text: str) -> Candidates:
+    """Everything metric-like on one line (no cross-line context)."""
+    c = Candidates()
+    body = strip_timestamps(text)
+    if "%" in body and "/" in body:
+        body = _parse_bar(c, body)
+    if not c.is_bar and EVAL_WORDS.search(_KV.sub(" ", body)):
+        c.is_eval = True
+    m = _EPOCH_BRACKET.search(body)
+    if m:
+        c.put("epoch", 1, float(m["e"]))
+        if m["te"]:
+            c.total_epochs = int(m["te"])
+        c.put("step", 1, float(m["n"]))
+        c.put("total_steps", 1, float(m["d"]))
+        body = body[: m.start()] + " " * (m.end() - m.start()) + body[m.end():]
+    for r in _RATE.finditer(body):
+        val = _to_float(r["v"])
+        if val is not None:
+            _apply_rate(c, val, r["u"], 1)
+            c.n_metrics += 1
+    body = _RATE.sub(lambda r: " " * len(r.group(0)), body)
+    rest = _parse_kvs(c, body)
+    fracs = list(_FRACTION.finditer(rest))
+    if fracs:
+        step = c.get("step")
+        if step is None:
+            f = fracs[-1]
+            n, d = float(f["n"]), float(f["d"])
+            if 0 < d and n <= d:
+                c.put("step", 4, n)
+                c.put("total_steps", 4, d)
+        elif "total_steps" not in c.values:
+            # `[25/288], global_step: 25` -> the unkeyed fraction gives the total
+            for f in fracs:
+                if float(f["n"]) == step and float(f["d"]) >= step:
+                    c.put("total_steps", 4, float(f["d"]))
+    if c.eval_metric and "loss" not in c.values:
+        c.is_eval = True
+    return c

@@ -1,0 +1,357 @@
+"""From progress lines to the tracker's answer: samples, their merge, ETA and events.
+
+Frameworks spread one step's metrics over several lines (a tqdm bar plus a loss dict, a
+header line plus indented `key=value` lines, a metrics line plus a bar). The merge rule:
+the step comes from the latest training sample that states one; every other field is the
+latest value stated, except that at the anchor's step a full metrics line wins over a
+progress bar (bars print smoothed rates). Evaluation lines never feed training fields.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
+from schedmate.tracker.fields import field_for_key, normalise_key
+from schedmate.tracker.parse import Candidates, parse_line, split_glued
+from schedmate.tracker.templates import mask_line
+
+__all__ = ["sample_from_line", "TableReader", "summarize", "EventDetector", "parse_timestamp"]
+
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
+
+
+def parse_timestamp(text: str) -> float | None:
+    """Seconds since the epoch of an ISO-like timestamp near the start of a line."""
+    m = _ISO.search(text, 0, 80)
+    if not m:
+        return None
+    try:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+        frac = float("0." + m.group(7)) if m.group(7) else 0.0
+        return datetime(y, mo, d, h, mi, s).timestamp() + frac
+    except ValueError:
+        return None
+
+
+def _sample(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
+    v = c.values
+    if not v and c.throughput is None:
+        return None
+
+    def g(name: str) -> float | None:
+        x = v.get(name)
+        return None if x is None else x[1]
+
+    step, total = g("step"), g("total_steps")
+    loss = g("loss")
+    thr = Throughput(c.throughput[0], c.throughput[1]) if c.throughput else None
+    s = ProgressSample(
+        line_no=line_no,
+        text=text,
+        step=int(step) if step is not None and math.isfinite(step) else None,
+        total_steps=int(total) if total is not None and math.isfinite(total) and total > 0 else None,
+        epoch=g("epoch"),
+        total_epochs=c.total_epochs,
+        loss=None if loss is None or math.isnan(loss) else loss,
+        loss_is_nan=c.loss_is_nan,
+        step_time_s=g("step_time"),
+        throughput=thr,
+        lr=g("lr"),
+        elapsed_s=g("elapsed"),
+        remaining_s=g("remaining"),
+        timestamp=parse_timestamp(text),
+        is_eval=c.is_eval or c.is_summary,
+    )
+    return s
+
+
+def sample_from_line(line_no: int, text: str) -> list[tuple[ProgressSample, bool, float | None]]:
+    """Samples of one line (several when records are glued): (sample, is_bar, batch_size)."""
+    out = []
+    for seg in split_glued(text):
+        c = parse_line(seg)
+        s = _sample(line_no, seg, c)
+        if s is not None:
+            out.append((s, c.is_bar, c.get("batch_size")))
+    return out
+
+
+_HEADER_TOKEN = re.compile(r"^[A-Za-z_][\w/().%-]*$")
+_ROW_TOKEN = re.compile(r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$", re.I)
+
+
+class TableReader:
+    """Tables printed as a header line followed by numeric rows (TSV logs, YOLO tables)."""
+
+    def __init__(self) -> None:
+        self.header: list[str] | None = None
+
+    def offer_header(self, text: str) -> bool:
+        toks = text.split()
+        if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
+            keys = [normalise_key(t) for t in toks]
+            if any(field_for_key(k) is not None for k in keys):
+                self.header = keys
+                return True
+        return False
+
+    def row(self, line_no: int, text: str) -> ProgressSample | None:
+        if self.header is None:
+            return None
+        toks = text.split()
+        n = len(self.header)
+        if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
+            return None
+        c = parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]):]) if len(toks) > n else Candidates()
+        for key, tok in zip(self.header, toks[:n], strict=True):
+            hit = field_for_key(key)
+            if hit is None:
+                continue
+            name, rank = hit
+            tok = tok.rstrip(":")
+            try:
+                if "/" in tok and name in ("epoch", "step"):
+                    a, b = tok.split("/")
+                    c.put(name, rank, float(a))
+                    if name == "step":
+                        c.put("total_steps", rank, float(b))
+                    else:
+                        c.total_epochs = int(b)
+                elif name in ("step", "loss", "epoch", "lr", "total_steps"):
+                    c.put(name, rank, float(tok.replace(",", "")))
+                    if name == "loss" and math.isnan(float(tok)):
+                        c.loss_is_nan = True
+            except ValueError:
+                continue
+        return _sample(line_no, text, c)
+
+
+@dataclass(slots=True)
+class _Merged:
+    anchor: ProgressSample | None = None
+    last: ProgressSample | None = None
+
+
+_FIELDS = ("loss", "step_time_s", "epoch", "lr", "throughput", "elapsed_s", "remaining_s")
+
+
+def summarize(
+    file: str,
+    samples: Sequence[tuple[ProgressSample, bool]],
+    *,
+    config_total: int | None = None,
+    batch_size: float | None = None,
+    events: Iterable[TrackEvent] = (),
+) -> TrackResult:
+    """Merge training samples (in log order) into the tracker's answer for one file."""
+    train = [(s, bar) for s, bar in samples if not s.is_eval]
+    if not train:
+        return TrackResult(file=file, events=tuple(events))
+    last = train[-1][0]
+    anchor, skipped = _choose_anchor(train)
+    if skipped:
+        train = [(s, bar) for s, bar in train if _stream(s) not in skipped]
+    step = anchor.step if anchor else None
+
+    values: dict[str, object] = {}
+    # pass 1: non-bar samples at the anchor's step (or step-less ones after it)
+    for s, bar in reversed(train):
+        if bar or (s.step is not None and s.step != step):
+            continue
+        for f in _FIELDS:
+            val = getattr(s, f)
+            if val is not None and f not in values:
+                values[f] = val
+        if s.loss_is_nan and "loss" not in values:
+            values["loss"] = float("nan")
+    # pass 2: latest stated value anywhere
+    for s, _ in reversed(train):
+        for f in _FIELDS:
+            val = getattr(s, f)
+            if val is not None and f not in values:
+                values[f] = val
+        if s.loss_is_nan and "loss" not in values:
+            values["loss"] = float("nan")
+        if len(values) == len(_FIELDS):
+            break
+
+    total = anchor.total_steps if anchor else None
+    if total is None and step is not None:
+        total = next((s.total_steps for s, _ in reversed(train) if s.step == step and s.total_steps), None)
+    if total is None and config_total and step is not None and step <= config_total:
+        total = config_total
+
+    step_time = values.get("step_time_s")
+    thr = values.get("throughput")
+    if step_time is None and isinstance(thr, Throughput) and batch_size and thr.value > 0:
+        if re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I):
+            step_time = batch_size / thr.value
+    elapsed = values.get("elapsed_s")
+    if step_time is None and isinstance(elapsed, float) and step and anchor and anchor.elapsed_s is not None:
+        step_time = elapsed / step  # keyed elapsed time over global step: an average
+
+    loss = values.get("loss")
+    progress = eta = None
+    if step is not None and total:
+        progress = min(max(step / total, 0.0), 1.0)
+        rate = _recent_step_time(train) or step_time
+        if isinstance(rate, float) and rate > 0:
+            eta = max(total - step, 0) * rate
+    if eta is None:
+        rem = values.get("remaining_s")
+        eta = rem if isinstance(rem, float) else None
+
+    return TrackResult(
+        file=file,
+        has_progress=True,
+        last_progress_line=last.text,
+        last_progress_line_no=last.line_no if last.line_no > 0 else None,
+        step=step,
+        total_steps=total,
+        epoch=values.get("epoch"),  # type: ignore[arg-type]
+        loss=loss if isinstance(loss, float) and not math.isnan(loss) else None,
+        loss_is_nan=isinstance(loss, float) and math.isnan(loss),
+        step_time_s=step_time if isinstance(step_time, float) else None,
+        throughput=thr if isinstance(thr, Throughput) else None,
+        lr=values.get("lr"),  # type: ignore[arg-type]
+        progress=progress,
+        eta_s=eta,
+        events=tuple(events),
+    )
+
+
+def _stream(s: ProgressSample) -> str:
+    """Which kind of progress line a sample came from (its template's head)."""
+    return mask_line(s.text)[:48]
+
+
+def _choose_anchor(
+    train: Sequence[tuple[ProgressSample, bool]],
+) -> tuple[ProgressSample | None, set[str]]:
+    """The sample whose step is the job's step, and the streams that must not feed fields.
+
+    The main loop is the stepped stream that reports a loss most often (else the largest
+    stream seen at least 3 times). A short inner loop printed after the main loop (an evaluation bar without a label,
+    test-time training, a per-batch sub-loop) has a far smaller scale than the main loop:
+    it does not replace the main loop's progress. When the latest step is bare (no total)
+    and another stream states the same moment (+-1 step) with a total, that richer line
+    is the anchor, as it makes progress and ETA computable.
+    """
+    stepped = [s for s, _ in train if s.step is not None]
+    if not stepped:
+        return None, set()
+    counts: Counter[str] = Counter()
+    scale: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for s in stepped:
+        k = _stream(s)
+        counts[k] += 1
+        scale[k] = max(scale.get(k, 0), s.total_steps or s.step or 0)
+        top[k] = max(top.get(k, 0), s.step or 0)
+    with_loss = Counter(_stream(s) for s in stepped if s.loss is not None or s.loss_is_nan)
+    if with_loss:  # the training loop is the stream that reports the loss most often
+        main: str | None = with_loss.most_common(1)[0][0]
+    else:
+        mains = [k for k, n in counts.items() if n >= 3]
+        main = max(mains, key=lambda k: scale[k]) if mains else None
+    skipped: set[str] = set()
+    if main is not None:
+        main_step = top[main]
+        skipped = {k for k in scale if k != main and scale[k] < 0.1 * scale[main] and top[k] < 0.1 * main_step}
+    candidates = [s for s in stepped if _stream(s) not in skipped] or stepped
+    anchor = candidates[-1]
+    if anchor.total_steps is None:
+        for s in reversed(candidates[-6:-1]):
+            if s.total_steps and s.step is not None and abs(s.step - (anchor.step or 0)) <= 1 \
+                    and _stream(s) != _stream(anchor):
+                anchor = s
+                break
+    return anchor, skipped
+
+
+def _recent_step_time(train: Sequence[tuple[ProgressSample, bool]], window: int = 20) -> float | None:
+    """Median of the recent stated step times (robust to one slow logging step)."""
+    times = [s.step_time_s for s, _ in train[-window:] if s.step_time_s]
+    return statistics.median(times) if times else None
+
+
+class EventDetector:
+    """Online slowdown / stall detection over step-time observations.
+
+    Baseline = median step time of an older window; a slowdown fires when the median of the
+    recent `k` observations exceeds `factor` x baseline (e.g. another job was packed on the
+    same GPUs) and is reported again only after it recovered. Stalls compare the time since
+    the last progress with the usual gap between progress lines.
+    """
+
+    def __init__(self, *, factor: float = 1.3, k: int = 5, baseline_n: int = 30,
+                 stall_factor: float = 10.0, stall_min_s: float = 300.0) -> None:
+        self.factor, self.k = factor, k
+        self.base: deque[float] = deque(maxlen=baseline_n)
+        self.recent: deque[float] = deque(maxlen=k)
+        self.slow = False
+        self.stall_factor, self.stall_min_s = stall_factor, stall_min_s
+        self.gaps: deque[float] = deque(maxlen=50)
+        self.last_time: float | None = None
+        self.last_step: int | None = None
+        self.last_line = 0
+        self.stalled = False
+
+    def observe(self, s: ProgressSample, *, now: float | None = None) -> list[TrackEvent]:
+        """Feed one training sample (log order); `now` is the arrival time when following."""
+        events: list[TrackEvent] = []
+        t = s.timestamp if s.timestamp is not None else now
+        dt = s.step_time_s
+        if dt is None and t is not None and self.last_time is not None and s.step and self.last_step is not None:
+            dsteps = s.step - self.last_step
+            if dsteps > 0:
+                dt = (t - self.last_time) / dsteps
+        if t is not None and s.step is not None and s.step != self.last_step:
+            if self.last_time is not None and t > self.last_time:
+                self.gaps.append(t - self.last_time)
+            self.last_time, self.last_step = t, s.step
+            if self.stalled:
+                self.stalled = False
+                events.append(TrackEvent("recovered", s.line_no, "progress resumed"))
+        self.last_line = s.line_no
+        if dt is None or dt <= 0:
+            return events
+        self.recent.append(dt)
+        if len(self.base) >= self.k and len(self.recent) == self.k:
+            base = statistics.median(self.base)
+            cur = statistics.median(self.recent)
+            ratio = cur / base if base > 0 else 1.0
+            if not self.slow and ratio >= self.factor:
+                self.slow = True
+                events.append(TrackEvent("slowdown", s.line_no,
+                                         f"step time {cur:.3g}s is {ratio:.2f}x the usual {base:.3g}s", ratio))
+            elif self.slow and ratio < 1 + (self.factor - 1) / 2:
+                self.slow = False
+                events.append(TrackEvent("recovered", s.line_no, f"step time back to {cur:.3g}s", ratio))
+        if not self.slow and len(self.recent) == self.k:
+            self.base.append(self.recent[0])
+        return events
+
+    def check_stall(self, now: float) -> TrackEvent | None:
+        """A stall event when no progress arrived for much longer than usual (once)."""
+        if self.last_time is None or self.stalled:
+            return None
+        usual = statistics.median(self.gaps) if self.gaps else None
+        limit = max(self.stall_min_s, self.stall_factor * usual) if usual else self.stall_min_s * self.stall_factor
+        idle = now - self.last_time
+        if idle > limit:
+            self.stalled = True
+            return TrackEvent("stall", self.last_line, f"no progress for {idle:.0f}s (limit {limit:.0f}s)",
+                              idle / usual if usual else None)
+        return None
+
+
+def with_events(result: TrackResult, events: Iterable[TrackEvent]) -> TrackResult:
+    return replace(result, events=tuple(events))

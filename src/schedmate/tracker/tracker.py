@@ -1,0 +1,211 @@
+"""MetricTracker: the facade that turns a log file into progress, ETA and events."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from schedmate.core.errors import InputError
+from schedmate.core.settings import TrackerSettings
+from schedmate.core.types import LineKind, ProgressSample, TrackEvent, TrackResult
+from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse, sniff_text
+from schedmate.tracker.classify import LineClassifier
+from schedmate.tracker.mapper import FieldMapper
+from schedmate.tracker.parse import parse_line
+from schedmate.tracker.state import EventDetector, TableReader, sample_from_line, summarize
+from schedmate.tracker.templates import mask_line
+
+__all__ = ["MetricTracker", "TrackUpdate"]
+
+_CONFIG_TOTAL = re.compile(r"max_iter|max_steps|num_iterations|total_steps|train_iters|num_training_steps", re.I)
+_HEAD_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TrackUpdate:
+    """One step of `follow`: the current answer plus events raised since the last update."""
+
+    result: TrackResult
+    new_events: tuple[TrackEvent, ...]
+
+
+class MetricTracker:
+    """Classify lines, parse progress, merge samples; rules first, embedder/LLM when needed."""
+
+    def __init__(
+        self,
+        settings: TrackerSettings | None = None,
+        classifier: LineClassifier | None = None,
+        mapper: FieldMapper | None = None,
+    ) -> None:
+        self.settings = settings or TrackerSettings()
+        self.classifier = classifier or LineClassifier(embedder=None)
+        self.mapper = mapper or FieldMapper(None)
+
+    # -- one-shot ----------------------------------------------------------------------
+    def track_file(self, path: str | Path, *, now: float | None = None) -> TrackResult:
+        """Track a (possibly huge) log: read backwards from the end until progress is found."""
+        p = Path(path)
+        sniff_text(p)
+        cfg = self.settings
+        window: list[str] = []
+        size = 0
+        budget = cfg.tail_bytes
+        result: TrackResult | None = None
+        reached_start = True
+        for text in iter_lines_reverse(p, max_line_chars=cfg.max_line_bytes):
+            window.append(text)
+            size += len(text) + 1
+            if size >= budget:
+                result = self._track_window(str(path), window[::-1], whole=False)
+                if result.has_progress:
+                    reached_start = False
+                    break
+                budget *= 2  # nothing yet: widen the window (bounded by the line cap per line)
+                if len(window) > 4_000_000:
+                    window = window[: len(window) // 2]  # keep memory bounded on gigantic logs
+        if reached_start:
+            result = self._track_window(str(path), window[::-1], whole=True)
+        assert result is not None
+        if result.has_progress and result.total_steps is None and not reached_start:
+            total = self._config_total(p)
+            if total and result.step is not None and result.step <= total:
+                result = replace(result, total_steps=total, progress=result.step / total,
+                                 eta_s=result.eta_s if result.eta_s is not None else
+                                 (total - result.step) * result.step_time_s if result.step_time_s else None)
+        stall = self._stall_event(p, result, now)
+        if stall is not None:
+            result = replace(result, events=result.events + (stall,))
+        return result
+
+    def track_lines(self, lines: Sequence[str], *, file: str = "<lines>") -> TrackResult:
+        """Track an in-memory log (tests, the REST service)."""
+        return self._track_window(file, list(lines), whole=True)
+
+    def _track_window(self, file: str, lines: list[str], *, whole: bool) -> TrackResult:
+        samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
+        det = EventDetector(factor=self.settings.slowdown_factor,
+                            stall_factor=self.settings.stall_factor, stall_min_s=self.settings.stall_min_s)
+        events: list[TrackEvent] = []
+        for s, _ in samples:
+            if not s.is_eval:
+                events.extend(det.observe(s))
+        return summarize(file, samples, config_total=config_total, batch_size=batch_size, events=events)
+
+    def _samples(
+        self, lines: list[str], first_line_no: int
+    ) -> tuple[list[tuple[ProgressSample, bool]], float | None, int | None]:
+        kinds = self.classifier.classify_batch(lines)
+        table = TableReader()
+        samples: list[tuple[ProgressSample, bool]] = []
+        batch_size: float | None = None
+        config_total: int | None = None
+        for i, (text, kind) in enumerate(zip(lines, kinds, strict=True)):
+            no = first_line_no + i if first_line_no else 0
+            row = table.row(no, text)
+            if row is not None:
+                samples.append((row, False))
+                continue
+            if kind is LineKind.PROGRESS:
+                got = sample_from_line(no, text)
+                for s, bar, bs in got:
+                    samples.append((s, bar))
+                    batch_size = bs or batch_size
+                if not got and self.settings.use_llm:
+                    mapping = self.mapper.mapping_for(mask_line(text), text)
+                    s = mapping.apply(no, text) if mapping is not None else None
+                    if s is not None:
+                        samples.append((s, False))
+                continue
+            if kind is LineKind.INFO:
+                if table.offer_header(text):
+                    continue
+                if _CONFIG_TOTAL.search(text):
+                    t = parse_line(text).get("total_steps")
+                    if t and t > 0:
+                        config_total = int(t)
+        return samples, batch_size, config_total
+
+    def _config_total(self, path: Path) -> int | None:
+        """A total step count from the head of the log (config dumps: MAX_ITER, max_steps...)."""
+        total = None
+        for batch in iter_line_batches(path, max_line_chars=self.settings.max_line_bytes):
+            for line in batch:
+                if _CONFIG_TOTAL.search(line.text):
+                    t = parse_line(line.text).get("total_steps")
+                    if t and t > 0:
+                        total = int(t)
+            break  # only the first batch (the head)
+        return total
+
+    def _stall_event(self, path: Path, result: TrackResult, now: float | None) -> TrackEvent | None:
+        """A static log whose last write is far older than its usual step time is stalled."""
+        if not result.has_progress or result.step_time_s is None or result.progress == 1.0:
+            return None
+        try:
+            age = (now or time.time()) - path.stat().st_mtime
+        except OSError:
+            return None
+        limit = max(self.settings.stall_min_s, self.settings.stall_factor * result.step_time_s)
+        if age > limit:
+            return TrackEvent("stall", result.last_progress_line_no or 0,
+                              f"log not written for {age:.0f}s (limit {limit:.0f}s)", age / result.step_time_s)
+        return None
+
+    # -- streaming -----------------------------------------------------------------------
+    def classify_file(self, path: str | Path, progress: Callable[[int], None] | None = None) -> Counter[LineKind]:
+        """Classify every line of a file in bounded memory; returns counts per kind."""
+        p = Path(path)
+        sniff_text(p)
+        counts: Counter[LineKind] = Counter()
+        for batch in iter_line_batches(p, max_line_chars=self.settings.max_line_bytes):
+            kinds = self.classifier.classify_batch([ln.text for ln in batch])
+            counts.update(kinds)
+            if progress is not None:
+                progress(len(batch))
+        return counts
+
+    def follow(
+        self,
+        path: str | Path,
+        *,
+        stop: Callable[[], bool] | None = None,
+        poll_s: float = 0.5,
+        clock: Callable[[], float] = time.time,
+        history: int = 2000,
+    ) -> Iterator[TrackUpdate]:
+        """Follow a growing log; yield an update after each progress line or event."""
+        det = EventDetector(factor=self.settings.slowdown_factor,
+                            stall_factor=self.settings.stall_factor, stall_min_s=self.settings.stall_min_s)
+        recent: deque[tuple[ProgressSample, bool]] = deque(maxlen=history)
+        events: deque[TrackEvent] = deque(maxlen=100)
+        table = TableReader()
+        last_stall_check = clock()
+        for line in follow_lines(Path(path), poll_s=poll_s, stop=stop):
+            new: list[TrackEvent] = []
+            kind = self.classifier.classify(line.text)
+            got: list[tuple[ProgressSample, bool]] = []
+            row = table.row(line.no, line.text)
+            if row is not None:
+                got = [(row, False)]
+            elif kind is LineKind.PROGRESS:
+                got = [(s, bar) for s, bar, _ in sample_from_line(line.no, line.text)]
+            elif kind is LineKind.INFO:
+                table.offer_header(line.text)
+            now = clock()
+            for s, bar in got:
+                recent.append((s, bar))
+                if not s.is_eval:
+                    new.extend(det.observe(s, now=now))
+            if now - last_stall_check >= poll_s:
+                last_stall_check = now
+                st = det.check_stall(now)
+                if st is not None:
+                    new.append(st)
+            if got or new:
+                events.extend(new)
+                yield TrackUpdate(summarize(str(path), list(recent), events=events), tuple(new))
