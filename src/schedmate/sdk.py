@@ -13,9 +13,35 @@ from pathlib import Path
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
 from schedmate.core.types import TrackResult
+from schedmate.failure import (
+    AuditLog,
+    ClusterBackend,
+    FailureClassifier,
+    FailureHandler,
+    FailureLocator,
+    InMemoryClusterBackend,
+    KnowledgeBase,
+    RecoveryPlanner,
+)
 from schedmate.tracker import FieldMapper, LineClassifier, MetricTracker
 
-__all__ = ["build_tracker", "track_files", "save_tracker_state"]
+__all__ = ["build_tracker", "track_files", "save_tracker_state", "build_failure_handler"]
+
+
+def _embedder(settings: Settings):  # type: ignore[no-untyped-def]
+    if settings.embedder.backend == "none":
+        return None
+    from schedmate.backends.embedder import create_embedder
+
+    return create_embedder(settings.embedder)
+
+
+def _llm(settings: Settings):  # type: ignore[no-untyped-def]
+    if not settings.llm.enabled:
+        return None
+    from schedmate.backends.llm import create_llm
+
+    return create_llm(settings.llm)
 
 
 def _templates_file(settings: Settings) -> Path:
@@ -24,22 +50,13 @@ def _templates_file(settings: Settings) -> Path:
 
 def build_tracker(settings: Settings, *, use_cache: bool = True) -> MetricTracker:
     """A MetricTracker wired to the configured embedder and (optional) LLM."""
-    embedder = None
-    if settings.embedder.backend != "none":
-        from schedmate.backends.embedder import create_embedder
-
-        embedder = create_embedder(settings.embedder)
-    classifier = LineClassifier(embedder=embedder)
+    classifier = LineClassifier(embedder=_embedder(settings))
     if use_cache:
         try:
             classifier.load_state(json.loads(_templates_file(settings).read_text("utf-8")))
         except (OSError, ValueError, AttributeError):
             pass  # no cache yet, or a corrupt one: decisions are recomputed
-    llm = None
-    if settings.llm.enabled and settings.tracker.use_llm:
-        from schedmate.backends.llm import create_llm
-
-        llm = create_llm(settings.llm)
+    llm = _llm(settings) if settings.tracker.use_llm else None
     mapper = FieldMapper(llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None)
     return MetricTracker(settings.tracker, classifier=classifier, mapper=mapper)
 
@@ -65,3 +82,24 @@ def track_files(tracker: MetricTracker, paths: Iterable[str | Path]) -> Iterator
             yield TrackResult(file=str(p), error=str(exc))
         except OSError as exc:
             yield TrackResult(file=str(p), error=f"{p}: {exc.strerror or exc}")
+
+
+def build_failure_handler(
+    settings: Settings,
+    backend: ClusterBackend | None = None,
+    *,
+    plan: bool = True,
+) -> FailureHandler:
+    """A FailureHandler: tracker's line classifier for the search, the signature KB, the
+    embedder and LLM for uncertain cases, and a recovery planner over `backend`
+    (in-memory by default: the plan is computed and audited, nothing is executed)."""
+    fs = settings.failure
+    kb = KnowledgeBase.load(fs.signatures_file or None)
+    embedder = _embedder(settings)
+    locator = FailureLocator(LineClassifier(embedder=None), kb, fs)
+    classifier = FailureClassifier(kb, embedder, _llm(settings), llm_below=fs.llm_below)
+    planner = None
+    if plan:
+        audit_path = Path(fs.audit_log) if fs.audit_log else Path(settings.cache_dir) / "audit.jsonl"
+        planner = RecoveryPlanner(backend or InMemoryClusterBackend(), AuditLog(audit_path), fs)
+    return FailureHandler(locator, classifier, planner, fs)

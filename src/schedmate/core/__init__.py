@@ -16,6 +16,8 @@ from schedmate.core.settings import (
     load_settings,
 )
 from schedmate.core.types import (
+    FailureReport,
+    RecoveryAction,
     LineKind,
     LogLine,
     ProgressSample,
@@ -29,6 +31,8 @@ __all__ = [
     "BackendUnavailable",
     "ConfigError",
     "EmbedderSettings",
+    "FailureReport",
+    "RecoveryAction",
     "InputError",
     "LLMSettings",
     "LineKind",

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schedmate.core.errors import ConfigError
 
-__all__ = ["Settings", "LLMSettings", "EmbedderSettings", "TrackerSettings", "load_settings"]
+__all__ = ["Settings", "LLMSettings", "EmbedderSettings", "TrackerSettings", "FailureSettings", "load_settings"]
 
 ENV_PREFIX = "SCHEDMATE_"
 CONFIG_ENV = "SCHEDMATE_CONFIG"
@@ -68,10 +68,27 @@ class TrackerSettings(_Section):
     use_llm: bool = True
 
 
+class FailureSettings(_Section):
+    """Failure Handler: locator windows, classifier thresholds, recovery safety."""
+
+    signatures_file: str = Field("", description="extra signatures (YAML), checked before the bundled ones")
+    full_scan_bytes: int = Field(32 * 1024 * 1024, ge=0, description="smaller logs are read whole")
+    window_bytes: int = Field(64 * 1024, ge=1024, description="bytes classified per binary-search probe")
+    max_probes: int = Field(64, ge=4)
+    llm_below: float = Field(0.6, ge=0, le=1, description="ask the LLM when confidence is below this")
+    min_recover_confidence: float = Field(0.7, ge=0, le=1)
+    retry_budget: int = Field(3, ge=0)
+    corroborating_jobs: int = Field(2, ge=2, description="independent jobs implicating a node before a drain")
+    corroboration_window_s: float = Field(24 * 3600.0, gt=0)
+    audit_log: str = Field("", description="JSONL audit file (default: cache_dir/audit.jsonl)")
+    dry_run: bool = True
+
+
 class Settings(_Section):
     llm: LLMSettings = LLMSettings()
     embedder: EmbedderSettings = EmbedderSettings()
     tracker: TrackerSettings = TrackerSettings()
+    failure: FailureSettings = FailureSettings()
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "schedmate"))
 
 

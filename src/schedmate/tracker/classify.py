@@ -128,8 +128,13 @@ class LineClassifier:
     def classify(self, text: str) -> LineKind:
         return self.classify_batch([text])[0]
 
-    def classify_batch(self, lines: Sequence[str]) -> list[LineKind]:
-        """Kinds of many lines; new templates are decided (and embedded) in one batch."""
+    def classify_batch(self, lines: Sequence[str], *, embed: bool = True) -> list[LineKind]:
+        """Kinds of many lines; new templates are decided (and embedded) in one batch.
+
+        With `embed=False` the templates no rule decides are answered `info` for now but
+        left undecided, so a later call that needs the model's opinion still asks it (the
+        tracker does this when no LLM could use an embedding-found progress template).
+        """
         templates = mask_batch(list(lines))
         decisions = self.decisions
         out: list[LineKind | None] = [decisions.get(t) for t in templates]
@@ -138,17 +143,18 @@ class LineClassifier:
             if kind is None and templates[i] not in pending:
                 pending[templates[i]] = lines[i]
         if pending:
-            self._decide(pending)
-            out = [decisions[t] for t in templates]
+            self._decide(pending, embed)
+            out = [decisions.get(t, LineKind.INFO) for t in templates]
         return out  # type: ignore[return-value]
 
-    def _decide(self, pending: dict[str, str]) -> None:
+    def _decide(self, pending: dict[str, str], embed: bool = True) -> None:
         to_embed: list[tuple[str, str]] = []
         for template, sample in pending.items():
             kind = rule_kind(sample)
             if kind is None:
                 if self.embedder is not None and _LETTERS.search(template):
-                    to_embed.append((template, sample))
+                    if embed:
+                        to_embed.append((template, sample))
                     continue
                 kind = LineKind.INFO
             self.decisions[template] = kind
@@ -160,7 +166,8 @@ class LineClassifier:
         """kNN vote among exemplars; INFO when nothing is similar enough or the model fails."""
         import numpy as np
 
-        assert self.embedder is not None
+        if self.embedder is None:
+            return [LineKind.INFO] * len(texts)
         try:
             if self._ex_matrix is None:
                 self._ex_matrix = self.embedder.embed([e.text for e in self.exemplars])

@@ -8,6 +8,7 @@ Tables (a header line then numeric rows) are handled by the caller with `parse_r
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -277,7 +278,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
 
 def _parse_kvs(c: Candidates, text: str) -> str:
     """Apply every key/value pair; return the text with used spans blanked."""
-    out = list(text)
+    spans = []
     for m in _KV.finditer(text):
         if m["qk"] is not None:
             ok = _apply_kv(c, m["qk"], m["qv"], m["qu"] or "")
@@ -285,18 +286,62 @@ def _parse_kvs(c: Candidates, text: str) -> str:
             ok = _apply_kv(c, m["k"], m["v"], m["u"] or "")
         if ok:
             c.n_metrics += 1
-        out[m.start(): m.end()] = " " * (m.end() - m.start())
+        spans.append((m.start(), m.end()))
+    return _blank(text, spans)
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        out.append(" " * (b - a))
+        pos = b
+    out.append(text[pos:])
     return "".join(out)
+
+
+_HAS_NUMBER = re.compile(r"\d|nan|inf", re.I)
+_QUOTED_KV = re.compile(r"""['"]([^'"\n]{1,80})['"]\s*:\s*['"]?([^,'"}\]\n]*)['"]?""")
+_VALUE_UNIT = re.compile(_VALUE + r"\s*$")
+
+
+def _parse_mapping(c: Candidates, text: str) -> bool:
+    """Fast path for dict / JSON lines (`{'loss': 1.2, ...}`): no generic key search."""
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")):
+        return False
+    pairs: list[tuple[str, str]]
+    try:
+        obj = json.loads(t)
+        pairs = [(str(k), str(v)) for k, v in obj.items() if isinstance(v, (int, float, str))] \
+            if isinstance(obj, dict) else []
+    except ValueError:
+        pairs = _QUOTED_KV.findall(t)
+    if not pairs:
+        return False
+    for k, v in pairs:
+        m = _VALUE_UNIT.match(v.strip())
+        if m is None:
+            if k.strip().lower() in ("loss", "train_loss") and v.strip().lower() == "nan":
+                c.loss_is_nan = True
+            continue
+        if _apply_kv(c, k, m["v"], m["u"] or ""):
+            c.n_metrics += 1
+    return True
 
 
 def parse_line(text: str) -> Candidates:
     """Everything metric-like on one line (no cross-line context)."""
     c = Candidates()
+    if not _HAS_NUMBER.search(text):
+        return c
+    if text.lstrip().startswith("{") and _parse_mapping(c, text):
+        return c
     body = strip_timestamps(text)
     if "%" in body and "/" in body:
         body = _parse_bar(c, body)
-    if not c.is_bar and EVAL_WORDS.search(_KV.sub(" ", body)):
-        c.is_eval = True
     m = _EPOCH_BRACKET.search(body)
     if m:
         c.put("epoch", 1, float(m["e"]))
@@ -304,14 +349,17 @@ def parse_line(text: str) -> Candidates:
             c.total_epochs = int(m["te"])
         c.put("step", 1, float(m["n"]))
         c.put("total_steps", 1, float(m["d"]))
-        body = body[: m.start()] + " " * (m.end() - m.start()) + body[m.end():]
+        body = _blank(body, [(m.start(), m.end())])
+    spans = []
     for r in _RATE.finditer(body):
         val = _to_float(r["v"])
         if val is not None:
             _apply_rate(c, val, r["u"], 1)
             c.n_metrics += 1
-    body = _RATE.sub(lambda r: " " * len(r.group(0)), body)
-    rest = _parse_kvs(c, body)
+        spans.append((r.start(), r.end()))
+    rest = _parse_kvs(c, _blank(body, spans))
+    if not c.is_bar and EVAL_WORDS.search(rest):
+        c.is_eval = True
     fracs = list(_FRACTION.finditer(rest))
     if fracs:
         step = c.get("step")

@@ -13,37 +13,25 @@ __all__ = ["mask_batch", "mask_line", "numeric_tokens", "MAX_TEMPLATE_CHARS"]
 
 MAX_TEMPLATE_CHARS = 160
 
-# hex ids (>= 8 chars incl. a digit), numbers with optional unit/exponent, bar glyph runs
-_MASK = re.compile(
-    r"\b0x[0-9a-fA-F]+\b"
-    r"|\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b"
-    r"|[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
-    r"|[█▏▎▍▌▋▊▉#>=\-]{3,}"
-    r"|[ \t]{2,}"
-)
+# numbers (with decimals, thousands separators, clock times, exponents) and bar glyph runs;
+# a constant replacement keeps the substitution in C (a callback would halve throughput)
+_MASK = re.compile(r"\d+(?:[.,:]\d+)*(?:[eE][-+]?\d+)?|[█▏▎▍▌▋▊▉#]{2,}")
 _NUM_TOKEN = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?|\b(?:nan|inf)\b", re.I)
-_COLLAPSE = re.compile(r"(?:<\*>[ \t:./,]*){2,}")
-
-
-def _repl(m: re.Match[str]) -> str:
-    s = m.group(0)
-    if s[0] in " \t":
-        return " "
-    return "<*>"
+_CUT = MAX_TEMPLATE_CHARS * 2
 
 
 def mask_line(text: str) -> str:
     """Template of one line (same result as `mask_batch([text])[0]`)."""
-    return _COLLAPSE.sub("<*> ", _MASK.sub(_repl, text[: MAX_TEMPLATE_CHARS * 2]))[:MAX_TEMPLATE_CHARS].strip()
+    return _MASK.sub("<*>", text[:_CUT])[:MAX_TEMPLATE_CHARS].strip()
 
 
 def mask_batch(lines: list[str]) -> list[str]:
     """Templates of many lines with one regex pass over the joined text."""
     if not lines:
         return []
-    joined = "\n".join(s[: MAX_TEMPLATE_CHARS * 2] if len(s) > MAX_TEMPLATE_CHARS * 2 else s for s in lines)
-    masked = _COLLAPSE.sub("<*> ", _MASK.sub(_repl, joined)).split("\n")
-    if len(masked) != len(lines):  # a line with an embedded \n cannot happen, but be safe
+    joined = "\n".join([s if len(s) <= _CUT else s[:_CUT] for s in lines])
+    masked = _MASK.sub("<*>", joined).split("\n")
+    if len(masked) != len(lines):  # a line holding a bare \n cannot come from logio; be safe
         return [mask_line(s) for s in lines]
     return [t[:MAX_TEMPLATE_CHARS].strip() for t in masked]
 

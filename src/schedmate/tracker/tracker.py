@@ -99,7 +99,10 @@ class MetricTracker:
     def _samples(
         self, lines: list[str], first_line_no: int
     ) -> tuple[list[tuple[ProgressSample, bool]], float | None, int | None]:
-        kinds = self.classifier.classify_batch(lines)
+        # the model's verdict only matters here for progress lines no rule can parse, and
+        # those are only usable when an LLM can map them: otherwise skip the model
+        embed = self.settings.use_llm and self.mapper.llm is not None
+        kinds = self.classifier.classify_batch(lines, embed=embed)
         table = TableReader()
         samples: list[tuple[ProgressSample, bool]] = []
         batch_size: float | None = None
@@ -121,9 +124,9 @@ class MetricTracker:
                     if s is not None:
                         samples.append((s, False))
                 continue
+            if table.offer_header(text):
+                continue
             if kind is LineKind.INFO:
-                if table.offer_header(text):
-                    continue
                 if _CONFIG_TOTAL.search(text):
                     t = parse_line(text).get("total_steps")
                     if t and t > 0:
@@ -187,14 +190,14 @@ class MetricTracker:
         last_stall_check = clock()
         for line in follow_lines(Path(path), poll_s=poll_s, stop=stop):
             new: list[TrackEvent] = []
-            kind = self.classifier.classify(line.text)
+            kind = self.classifier.classify_batch([line.text], embed=self.mapper.llm is not None)[0]
             got: list[tuple[ProgressSample, bool]] = []
             row = table.row(line.no, line.text)
             if row is not None:
                 got = [(row, False)]
             elif kind is LineKind.PROGRESS:
                 got = [(s, bar) for s, bar, _ in sample_from_line(line.no, line.text)]
-            elif kind is LineKind.INFO:
+            else:
                 table.offer_header(line.text)
             now = clock()
             for s, bar in got:

@@ -1,0 +1,216 @@
+"""Find the first line that shows why a job failed.
+
+Small logs are read whole. Large ones are binary-searched over byte offsets: a probe reads
+one window, the line classifier says whether it holds failure lines, and the search narrows
+to the first window that does, so a log of many GB costs O(log n) classifier calls and
+bounded memory. Inside the chosen region the rules pick the root cause:
+
+- the region starts at the last training-progress line (before it, training was healthy);
+- candidates are error lines and lines matching a specific failure signature (so an NCCL
+  `WARN` that names the fault counts, a generic `UserWarning` does not);
+- a `Traceback` header resolves to its exception line; traceback frames are never causes;
+- the earliest candidate wins: cascades (every rank's watchdog, torchrun's ChildFailedError
+  summary) come after the rank's first error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from schedmate.core.settings import FailureSettings
+from schedmate.core.types import LineKind
+from schedmate.failure.kb import KnowledgeBase, Signature
+from schedmate.logio import clean_text, iter_line_batches, sniff_text
+from schedmate.tracker.classify import LineClassifier
+
+__all__ = ["FailureLocator", "Located", "count_line_breaks"]
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_FRAME = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S")
+_EXC_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+_CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+_CONTEXT_AFTER = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where the failure shows first; `context` = lines around it for the classifier/LLM."""
+
+    line_no: int | None
+    text: str | None
+    signature: Signature | None
+    context: tuple[str, ...]
+    probes: int
+    failed: bool
+
+
+def count_line_breaks(path: Path, end: int, chunk: int = 16 * 1024 * 1024) -> int:
+    """Line breaks before byte `end`, counting `\\r\\n` once (as logio splits)."""
+    n = 0
+    prev_cr = False
+    with path.open("rb") as fh:
+        left = end
+        while left > 0:
+            b = fh.read(min(chunk, left))
+            if not b:
+                break
+            left -= len(b)
+            n += b.count(b"\n") + b.count(b"\r") - b.count(b"\r\n")
+            if prev_cr and b[:1] == b"\n":
+                n -= 1
+            prev_cr = b[-1:] == b"\r"
+    return n
+
+
+class FailureLocator:
+    """Binary search guided by the line classifier, then rule-based refinement."""
+
+    def __init__(self, classifier: LineClassifier, kb: KnowledgeBase, settings: FailureSettings | None = None) -> None:
+        self.classifier = classifier
+        self.kb = kb
+        self.settings = settings or FailureSettings()
+        self.calls = 0
+        self._size = 0
+
+    # -- candidate rules -----------------------------------------------------------------
+    def _candidate(self, text: str, kind: LineKind) -> Signature | bool:
+        sig = self.kb.match(text, include_generic=False)
+        if sig is not None and sig.confidence >= 0.7:
+            return sig
+        if kind is LineKind.ERROR and not _FRAME.match(text):
+            return True
+        return False
+
+    def pick(self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None) -> tuple[int | None, Signature | None]:
+        """Index of the root-cause line among `lines` (None when nothing failed)."""
+        if kinds is None:
+            self.calls += 1
+            kinds = self.classifier.classify_batch(list(lines))
+        start = 0
+        for i in range(len(lines) - 1, -1, -1):
+            if kinds[i] is LineKind.PROGRESS:
+                start = i
+                break
+        i = start
+        n = len(lines)
+        while i < n:
+            text = lines[i]
+            if _TRACEBACK.search(text):
+                exc = self._exception_of(lines, i + 1)
+                if exc is not None:
+                    j, sig = exc
+                    return j, sig
+                i += 1
+                continue
+            cand = self._candidate(text, kinds[i])
+            if cand:
+                return i, cand if isinstance(cand, Signature) else self.kb.match(text)
+            i += 1
+        return None, None
+
+    def _exception_of(self, lines: Sequence[str], j: int) -> tuple[int, Signature | None] | None:
+        """The exception line ending a traceback that starts at line j (frames skipped)."""
+        end = min(len(lines), j + 500)
+        while j < end:
+            text = lines[j]
+            if _FRAME.match(text) or not text.strip():
+                j += 1
+                continue
+            if _EXC_LINE.match(text) or ":" in text:
+                return j, self.kb.match(text)
+            j += 1
+        return None
+
+    # -- files ------------------------------------------------------------------------------
+    def locate(self, path: str | Path) -> Located:
+        p = Path(path)
+        sniff_text(p)
+        size = p.stat().st_size
+        if size <= self.settings.full_scan_bytes:
+            lines = [ln.text for batch in iter_line_batches(p) for ln in batch]
+            idx, sig = self.pick(lines)
+            return self._located(lines, idx, sig, first_no=1, probes=self.calls)
+        return self._locate_large(p, size)
+
+    def locate_lines(self, lines: Sequence[str]) -> Located:
+        idx, sig = self.pick(lines)
+        return self._located(lines, idx, sig, first_no=1, probes=self.calls)
+
+    def _located(self, lines: Sequence[str], idx: int | None, sig: Signature | None,
+                 *, first_no: int, probes: int) -> Located:
+        if idx is None:
+            return Located(None, None, None, (), probes, False)
+        ctx = tuple(lines[max(0, idx - 5): idx + _CONTEXT_AFTER])
+        return Located(first_no + idx, lines[idx], sig, ctx, probes, True)
+
+    def _window(self, fh, offset: int, size: int) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
+        """Whole lines of the window [offset, offset+size): starts after the first break
+        (unless at 0), ends at the last break (unless at EOF). Returns (start offset, lines)."""
+        fh.seek(offset)
+        raw = fh.read(size)
+        at_eof = offset + len(raw) >= self._size
+        if offset > 0:
+            m = re.search(rb"\r\n|\r|\n", raw)
+            if m is None:
+                return offset + len(raw), []
+            raw = raw[m.end():]
+            offset += m.end()
+        if not at_eof:
+            last = max(raw.rfind(b"\n"), raw.rfind(b"\r"))
+            raw = raw[: last + 1] if last >= 0 else b""
+        lines = _BREAK.split(clean_text(raw))
+        if lines and lines[-1] == "":
+            lines.pop()
+        return offset, lines
+
+    def _has_failure(self, lines: list[str]) -> bool:
+        self.calls += 1
+        kinds = self.classifier.classify_batch(lines)
+        return any(self._candidate(t, k) or _TRACEBACK.search(t) for t, k in zip(lines, kinds, strict=True))
+
+    def _locate_large(self, p: Path, size: int) -> Located:
+        w = self.settings.window_bytes
+        self.calls = 0
+        self._size = size
+        with p.open("rb") as fh:
+            # 1. the end of the failure region: scan back from EOF to the last failing window
+            hi = size
+            found_tail = False
+            probe = max(0, size - w)
+            while self.calls < self.settings.max_probes // 2:
+                _, lines = self._window(fh, probe, w)
+                if self._has_failure(lines):
+                    hi = min(size, probe + w)
+                    found_tail = True
+                    break
+                if probe == 0:
+                    break
+                probe = max(0, probe - w)
+            if not found_tail:
+                return Located(None, None, None, (), self.calls, False)
+            # 2. binary search for the first failing window in [0, hi)
+            lo = 0
+            first_fail = max(0, hi - w)
+            while hi - lo > w and self.calls < self.settings.max_probes - 4:
+                mid = (lo + hi) // 2
+                _, lines = self._window(fh, mid, w)
+                if lines and self._has_failure(lines):
+                    hi = mid
+                    first_fail = mid
+                else:
+                    lo = mid
+            # 3. refine: the region from one window before to two after, read whole
+            start = max(0, min(lo, first_fail) - w)
+            off, lines = self._window(fh, start, (first_fail - start) + 3 * w)
+            self.calls += 1
+            kinds = self.classifier.classify_batch(lines)
+            idx, sig = self.pick(lines, kinds)
+            if idx is None:
+                return Located(None, None, None, (), self.calls, False)
+            first_no = count_line_breaks(p, off) + 1
+            return self._located(lines, idx, sig, first_no=first_no, probes=self.calls)
+

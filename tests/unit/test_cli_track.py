@@ -1,0 +1,89 @@
+"""`schedmate track`: JSON contract, exit codes, one-line errors (rules only, no model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schedmate.cli import app
+
+KEYS = {"file", "has_progress", "last_progress_line", "step", "total_steps", "epoch", "loss", "step_time_s",
+        "throughput", "progress", "eta_s", "error"}
+
+
+@pytest.fixture()
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("SCHEDMATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SCHEDMATE_EMBEDDER__BACKEND", "none")
+    monkeypatch.delenv("SCHEDMATE_LLM__BASE_URL", raising=False)
+    return CliRunner()
+
+
+def write(p: Path, data: bytes) -> Path:
+    p.write_bytes(data)
+    return p
+
+
+def test_json_one_object_per_file(runner: CliRunner, tmp_path: Path) -> None:
+    a = write(tmp_path / "a.log", b"iter 1: loss 2.0, time 100.0ms\niter 2: loss 1.5, time 110.0ms\n")
+    b = write(tmp_path / "b.log", b"\x1b[32mEpoch 1:  50%|#####     | 5/10 [00:05<00:05,  1.00s/it, loss=0.9]\r"
+                                   b"Epoch 1:  60%|######    | 6/10 [00:06<00:04,  1.00s/it, loss=0.8]\x1b[0m")
+    res = runner.invoke(app, ["track", "--json", str(a), str(b)])
+    assert res.exit_code == 0, res.output
+    objs = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [set(o) for o in objs] == [KEYS, KEYS]
+    assert objs[0]["step"] == 2 and objs[0]["loss"] == 1.5 and objs[0]["step_time_s"] == pytest.approx(0.11)
+    assert objs[1]["step"] == 6 and objs[1]["total_steps"] == 10 and objs[1]["progress"] == pytest.approx(0.6)
+    assert objs[1]["eta_s"] == pytest.approx(4.0)
+    assert objs[1]["last_progress_line"].startswith("Epoch 1:  60%")
+
+
+def test_unreadable_file_sets_error_and_exit_1(runner: CliRunner, tmp_path: Path) -> None:
+    ok = write(tmp_path / "ok.log", b"step 1 loss 1.0\n")
+    res = runner.invoke(app, ["track", "--json", str(ok), str(tmp_path / "missing.log")])
+    assert res.exit_code == 1
+    objs = [json.loads(line) for line in res.stdout.splitlines()]
+    assert objs[0]["error"] is None and objs[0]["step"] == 1
+    assert objs[1]["error"] and "missing.log" in objs[1]["error"] and "\n" not in objs[1]["error"]
+
+
+def test_binary_file_is_rejected_in_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    binf = write(tmp_path / "model.bin", bytes(range(256)) * 400)
+    res = runner.invoke(app, ["track", "--json", str(binf)])
+    assert res.exit_code == 1
+    err = json.loads(res.stdout)["error"]
+    assert "model.bin" in err and "\n" not in err
+
+
+def test_no_progress_log(runner: CliRunner, tmp_path: Path) -> None:
+    f = write(tmp_path / "crash.log", b"Traceback (most recent call last):\nValueError: bad\n")
+    obj = json.loads(runner.invoke(app, ["track", "--json", str(f)]).stdout)
+    assert obj["has_progress"] is False
+    assert all(obj[k] is None for k in KEYS - {"file", "has_progress"})
+
+
+def test_text_summary(runner: CliRunner, tmp_path: Path) -> None:
+    f = write(tmp_path / "t.log", b"step 3/10 loss 0.5 time 1.0s\n")
+    res = runner.invoke(app, ["track", str(f)])
+    assert res.exit_code == 0
+    assert "3/10" in res.stdout and "t.log" in res.stdout
+
+
+def test_bad_config_is_one_line(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = write(tmp_path / "c.toml", b"[tracker]\nslowdown_factor = 0.5\n")
+    f = write(tmp_path / "t.log", b"step 1 loss 1\n")
+    res = runner.invoke(app, ["--config", str(cfg), "track", str(f)])
+    assert res.exit_code == 2
+    assert "tracker.slowdown_factor" in res.stderr and "Traceback" not in res.stderr
+    monkeypatch.setenv("SCHEDMATE_TRACKER__STALL_MIN_S", "soon")
+    res = runner.invoke(app, ["track", str(f)])
+    assert res.exit_code == 2 and "stall_min_s" in res.stderr
+
+
+def test_demo_runs_rules_only(runner: CliRunner) -> None:
+    res = runner.invoke(app, ["demo", "--rules-only"])
+    assert res.exit_code == 0, res.output
+    assert "megatron.log" in res.stdout and "slowdown" in res.stdout
