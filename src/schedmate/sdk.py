@@ -73,11 +73,11 @@ def save_tracker_state(tracker: MetricTracker, settings: Settings) -> None:
         pass  # a cache is best effort
 
 
-def track_files(tracker: MetricTracker, paths: Iterable[str | Path]) -> Iterator[TrackResult]:
+def track_files(tracker: MetricTracker, paths: Iterable[str | Path], *, live: bool = True) -> Iterator[TrackResult]:
     """Track each file; a file that cannot be read yields a result with `error` set."""
     for p in paths:
         try:
-            yield tracker.track_file(p)
+            yield tracker.track_file(p, live=live)
         except SchedmateError as exc:
             yield TrackResult(file=str(p), error=str(exc))
         except OSError as exc:

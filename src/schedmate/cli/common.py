@@ -15,8 +15,16 @@ from schedmate.core.settings import Settings, load_settings
 
 __all__ = ["State", "console", "err_console", "settings_of", "friendly_errors"]
 
-console = Console()
-err_console = Console(stderr=True)
+def _console(stderr: bool = False) -> Console:
+    """Rich console; when piped (no terminal) use a wide fixed width so tables stay legible."""
+    c = Console(stderr=stderr)
+    if not c.is_terminal:
+        c = Console(stderr=stderr, width=140)
+    return c
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

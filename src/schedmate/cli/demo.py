@@ -38,7 +38,7 @@ def demo(
                             f"embedder: {settings.embedder.backend}   LLM: {settings.llm.base_url or 'none (rules only)'}"))
     tracker = build_tracker(settings, use_cache=False)
     t0 = time.perf_counter()
-    results = list(track_files(tracker, example_logs()))
+    results = list(track_files(tracker, example_logs(), live=False))
     dt = time.perf_counter() - t0
     console.print(render_results(results, title="Tracked logs"))
     for r in results:

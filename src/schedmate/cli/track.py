@@ -63,6 +63,7 @@ def track(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file, one per line.")] = False,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Follow a growing log (live progress bar).")] = False,
     events: Annotated[bool, typer.Option("--events", help="List slowdown/stall events (text mode).")] = False,
+    finished: Annotated[bool, typer.Option("--finished", help="Logs of ended jobs: no stall from file age.")] = False,
 ) -> None:
     """Extract step, loss, step time, progress and ETA from training logs."""
     settings = settings_of(ctx)
@@ -73,7 +74,7 @@ def track(
         _follow(tracker, files[0], as_json)
         return
     results: list[TrackResult] = []
-    for res in track_files(tracker, files):
+    for res in track_files(tracker, files, live=not finished):
         results.append(res)
         if as_json:
             sys.stdout.write(json.dumps(res.to_json_dict()) + "\n")

@@ -117,11 +117,9 @@ _NODE_PATTERNS = [
     re.compile(r"\bnode(?:name)?[=: ]+(?P<h>[A-Za-z][\w.-]{1,62})", re.I),
     re.compile(r"\b(?P<h>[a-z][\w-]{0,40}-worker-\d+)\b"),
 ]
-_CKPT_LINE = re.compile(
-    r"(?:sav(?:ing|ed)|writ(?:ing|ten)|stor(?:ing|ed)|checkpoint(?:ed)?)\b[^\n]*?(?P<p>(?:/|\./|\w:\\)?[\w./\\-]*"
-    r"(?:checkpoint|ckpt|global_step|step)[\w./\\-]*)",
-    re.I,
-)
+_CKPT_LINE = re.compile(r"(?:sav(?:e|ing|ed)|writ(?:e|ing|ten)|stor(?:e|ing|ed)).{0,80}?(?:checkpoint|ckpt|weights|model)"
+                        r"|(?:checkpoint|ckpt).{0,40}?(?:sav|writ|stor)", re.I)
+_PATH = re.compile(r"(?:[A-Za-z]:\\|\.{0,2}/|~/)[^\s'\",;()]+|[\w.-]*(?:checkpoint|ckpt|global_step)[\w./-]*", re.I)
 _CKPT_FILES = ("*.ckpt", "*.pt", "*.pth", "*.safetensors", "checkpoint-*", "global_step*", "*.distcp")
 
 
@@ -154,9 +152,10 @@ def find_checkpoint(lines: Sequence[str], job_dir: str | None = None) -> str | N
             best = max(found, key=lambda p: (_step_of(p.name), p.stat().st_mtime))
             return str(best)
     for line in reversed(lines):
-        m = _CKPT_LINE.search(line)
-        if m and len(m.group("p")) > 3:
-            return m.group("p").rstrip(".,;:)")
+        if _CKPT_LINE.search(line):
+            paths = [p for p in _PATH.findall(line) if len(p) > 3 and ("/" in p or "\\" in p or "." in p or "-" in p)]
+            if paths:
+                return paths[-1].rstrip(".,;:)")
     return None
 
 

@@ -300,23 +300,32 @@ class EventDetector:
         self.stall_factor, self.stall_min_s = stall_factor, stall_min_s
         self.gaps: deque[float] = deque(maxlen=50)
         self.last_time: float | None = None
+        self.last_ts: float | None = None
         self.last_step: int | None = None
         self.last_line = 0
         self.stalled = False
 
     def observe(self, s: ProgressSample, *, now: float | None = None) -> list[TrackEvent]:
-        """Feed one training sample (log order); `now` is the arrival time when following."""
+        """Feed one training sample (log order); `now` is its arrival time when following.
+
+        Step times come from the line, else from log timestamps over step deltas (never
+        from arrival times: a backlog read at once would look infinitely fast). Stall gaps
+        use arrival times when following, else log timestamps.
+        """
         events: list[TrackEvent] = []
-        t = s.timestamp if s.timestamp is not None else now
         dt = s.step_time_s
-        if dt is None and t is not None and self.last_time is not None and s.step and self.last_step is not None:
-            dsteps = s.step - self.last_step
-            if dsteps > 0:
-                dt = (t - self.last_time) / dsteps
-        if t is not None and s.step is not None and s.step != self.last_step:
-            if self.last_time is not None and t > self.last_time:
-                self.gaps.append(t - self.last_time)
-            self.last_time, self.last_step = t, s.step
+        if dt is None and s.timestamp is not None and self.last_ts is not None and s.step is not None \
+                and self.last_step is not None and s.step > self.last_step:
+            dt = (s.timestamp - self.last_ts) / (s.step - self.last_step)
+        t = now if now is not None else s.timestamp
+        if s.step is not None and s.step != self.last_step:
+            if t is not None:
+                if self.last_time is not None and t > self.last_time:
+                    self.gaps.append(t - self.last_time)
+                self.last_time = t
+            if s.timestamp is not None:
+                self.last_ts = s.timestamp
+            self.last_step = s.step
             if self.stalled:
                 self.stalled = False
                 events.append(TrackEvent("recovered", s.line_no, "progress resumed"))

@@ -47,8 +47,11 @@ class MetricTracker:
         self.mapper = mapper or FieldMapper(None)
 
     # -- one-shot ----------------------------------------------------------------------
-    def track_file(self, path: str | Path, *, now: float | None = None) -> TrackResult:
-        """Track a (possibly huge) log: read backwards from the end until progress is found."""
+    def track_file(self, path: str | Path, *, now: float | None = None, live: bool = True) -> TrackResult:
+        """Track a (possibly huge) log: read backwards from the end until progress is found.
+
+        `live=True` treats the log as a running job's: an old last write is a stall.
+        """
         p = Path(path)
         sniff_text(p)
         cfg = self.settings
@@ -77,7 +80,7 @@ class MetricTracker:
                 result = replace(result, total_steps=total, progress=result.step / total,
                                  eta_s=result.eta_s if result.eta_s is not None else
                                  (total - result.step) * result.step_time_s if result.step_time_s else None)
-        stall = self._stall_event(p, result, now)
+        stall = self._stall_event(p, result, now) if live else None
         if stall is not None:
             result = replace(result, events=result.events + (stall,))
         return result
@@ -180,17 +183,34 @@ class MetricTracker:
         poll_s: float = 0.5,
         clock: Callable[[], float] = time.time,
         history: int = 2000,
+        on_idle_event: Callable[[TrackEvent], None] | None = None,
     ) -> Iterator[TrackUpdate]:
-        """Follow a growing log; yield an update after each progress line or event."""
+        """Follow a growing log; yield an update after each progress line or event.
+
+        Stalls are noticed while no line arrives: at each poll the detector compares the
+        silence with the usual gap; such an event goes to `on_idle_event` at once (a live
+        display) and is also attached to the next update.
+        """
         det = EventDetector(factor=self.settings.slowdown_factor,
                             stall_factor=self.settings.stall_factor, stall_min_s=self.settings.stall_min_s)
         recent: deque[tuple[ProgressSample, bool]] = deque(maxlen=history)
         events: deque[TrackEvent] = deque(maxlen=100)
+        idle: list[TrackEvent] = []
         table = TableReader()
-        last_stall_check = clock()
-        for line in follow_lines(Path(path), poll_s=poll_s, stop=stop):
-            new: list[TrackEvent] = []
-            kind = self.classifier.classify_batch([line.text], embed=self.mapper.llm is not None)[0]
+        embed = self.mapper.llm is not None
+
+        def _poll() -> bool:
+            ev = det.check_stall(clock())
+            if ev is not None:
+                idle.append(ev)
+                if on_idle_event is not None:
+                    on_idle_event(ev)
+            return bool(stop and stop())
+
+        for line in follow_lines(Path(path), poll_s=poll_s, stop=_poll):
+            new: list[TrackEvent] = idle[:]
+            idle.clear()
+            kind = self.classifier.classify_batch([line.text], embed=embed)[0]
             got: list[tuple[ProgressSample, bool]] = []
             row = table.row(line.no, line.text)
             if row is not None:
@@ -204,11 +224,6 @@ class MetricTracker:
                 recent.append((s, bar))
                 if not s.is_eval:
                     new.extend(det.observe(s, now=now))
-            if now - last_stall_check >= poll_s:
-                last_stall_check = now
-                st = det.check_stall(now)
-                if st is not None:
-                    new.append(st)
             if got or new:
                 events.extend(new)
                 yield TrackUpdate(summarize(str(path), list(recent), events=events), tuple(new))

@@ -1,0 +1,212 @@
+"""Failure Handler logic: locator rules, classifier order, recovery safety (fakes only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from schedmate.core.settings import FailureSettings
+from schedmate.failure import (
+    AuditLog,
+    FailureClassifier,
+    FailureHandler,
+    FailureLocator,
+    InMemoryClusterBackend,
+    JobContext,
+    KnowledgeBase,
+    RecoveryPlanner,
+    count_line_breaks,
+    find_checkpoint,
+    find_node,
+)
+from schedmate.tracker import LineClassifier
+
+KB_YAML = r"""
+version: 1
+signatures:
+  - kind: ecc_error
+    category: infrastructure
+    confidence: 0.95
+    recovery: requeue_exclude_node
+    patterns: ['uncorrectable ECC']
+    examples: ['CUDA error: uncorrectable ECC error encountered']
+  - kind: nccl_timeout
+    category: infrastructure
+    confidence: 0.8
+    recovery: requeue
+    patterns: ['Watchdog caught collective operation timeout']
+    examples: ['Watchdog caught collective operation timeout: WorkNCCL ran for 1800000 ms']
+  - kind: oom_cuda
+    category: application
+    confidence: 0.9
+    recovery: none
+    patterns: ['CUDA out of memory']
+    examples: ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB']
+  - kind: python_exception
+    category: application
+    confidence: 0.5
+    recovery: none
+    patterns: ['^\s*[\w.]*(Error|Exception)\b']
+    examples: ['ValueError: bad value']
+"""
+
+
+@pytest.fixture()
+def kb() -> KnowledgeBase:
+    return KnowledgeBase.from_yaml(KB_YAML)
+
+
+def handler(kb: KnowledgeBase, tmp_path: Path | None = None, backend: InMemoryClusterBackend | None = None,
+            **fs: Any) -> FailureHandler:
+    settings = FailureSettings(**fs)
+    planner = RecoveryPlanner(backend or InMemoryClusterBackend(), AuditLog(tmp_path / "a.jsonl" if tmp_path else None),
+                              settings)
+    return FailureHandler(FailureLocator(LineClassifier(), kb, settings), FailureClassifier(kb), planner, settings)
+
+
+def test_traceback_reports_exception_line_not_header(kb: KnowledgeBase) -> None:
+    lines = ["step 1 loss 2.0", "Traceback (most recent call last):", '  File "t.py", line 3, in <module>',
+             "    main()", "ValueError: shapes (3,4) and (5,6) not aligned", "Traceback (most recent call last):",
+             "RuntimeError: second"]
+    r = handler(kb).diagnose_lines(lines)
+    assert r.failed and r.root_cause_line == "ValueError: shapes (3,4) and (5,6) not aligned"
+    assert r.root_cause_line_no == 5 and r.category == "application"
+
+
+def test_earliest_rank_error_beats_cascade_and_summary(kb: KnowledgeBase) -> None:
+    lines = ["iter 10 loss 1.0", "UserWarning: this is fine", "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error",
+             "[rank0]:[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout: WorkNCCL(...)",
+             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"]
+    r = handler(kb).diagnose_lines(lines)
+    assert r.root_cause_line == lines[2]
+    assert (r.category, r.kind) == ("infrastructure", "ecc_error")
+
+
+def test_warning_before_crash_does_not_win(kb: KnowledgeBase) -> None:
+    lines = ["step 5 loss 1.0", "WARNING: gradient overflow, skipping step", "torch.OutOfMemoryError: CUDA out of memory."]
+    r = handler(kb).diagnose_lines(lines)
+    assert r.root_cause_line == lines[2] and r.category == "application"
+
+
+def test_error_appended_to_progress_bar(kb: KnowledgeBase) -> None:
+    lines = [" 5%|#  | 5/100 [00:05<01:30, 1.0it/s]",
+             " 6%|#  | 6/100 [00:06<01:29, 1.0it/s][E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout"]
+    r = handler(kb).diagnose_lines(lines)
+    assert r.root_cause_line == lines[1] and r.kind == "nccl_timeout"
+
+
+def test_clean_log_is_not_failed(kb: KnowledgeBase) -> None:
+    r = handler(kb).diagnose_lines(["step 1 loss 1.0", "step 2 loss 0.9", "done"])
+    assert not r.failed and r.category == "unknown" and r.recovery == ()
+
+
+def test_application_fault_is_never_restarted(kb: KnowledgeBase, tmp_path: Path) -> None:
+    backend = InMemoryClusterBackend()
+    r = handler(kb, tmp_path, backend).diagnose_lines(["torch.OutOfMemoryError: CUDA out of memory."],
+                                                        JobContext("j1", node="n1"))
+    assert [a.action for a in r.recovery] == ["notify_user"]
+    assert backend.requeued == [] and backend.drained == []
+
+
+def test_user_printed_infra_text_does_not_drain(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """A job printing fake ECC errors naming a node gets requeued elsewhere, the node stays up."""
+    backend = InMemoryClusterBackend(nodes={"gpu-node-7": "ok"})
+    h = handler(kb, tmp_path, backend, dry_run=False)
+    fake = ["print('boom')", "gpu-node-7:123:456 [0] NCCL RuntimeError: uncorrectable ECC error on node=gpu-node-7"]
+    r = h.diagnose_lines(fake, JobContext("evil-job"))
+    actions = [a.action for a in r.recovery]
+    assert "drain_node" not in actions and actions == ["requeue"]
+    h.planner.execute(r.recovery)
+    assert backend.drained == [] and backend.nodes["gpu-node-7"] == "ok"
+    assert backend.requeued == [("evil-job", ("gpu-node-7",), None)]
+    # the same job failing again does not corroborate itself
+    r2 = h.diagnose_lines(fake, JobContext("evil-job"))
+    assert "drain_node" not in [a.action for a in r2.recovery]
+
+
+def test_drain_needs_corroboration(kb: KnowledgeBase, tmp_path: Path) -> None:
+    backend = InMemoryClusterBackend(nodes={"n7": "ok"})
+    h = handler(kb, tmp_path, backend, corroborating_jobs=2)
+    line = ["RuntimeError: CUDA error: uncorrectable ECC error encountered"]
+    r1 = h.diagnose_lines(line, JobContext("a", node="n7"))
+    assert "drain_node" not in [a.action for a in r1.recovery]
+    r2 = h.diagnose_lines(line, JobContext("b", node="n7"))
+    assert [a.action for a in r2.recovery] == ["drain_node", "requeue"]
+    backend.nodes["n9"] = "failed"
+    r3 = h.diagnose_lines(line, JobContext("c", node="n9"))
+    assert r3.recovery[0].action == "drain_node" and "scheduler" in r3.recovery[0].reason
+
+
+def test_retry_budget_stops_requeues(kb: KnowledgeBase, tmp_path: Path) -> None:
+    h = handler(kb, tmp_path, retry_budget=2)
+    line = ["RuntimeError: CUDA error: uncorrectable ECC error encountered"]
+    decisions = [[a.action for a in h.diagnose_lines(line, JobContext("loop")).recovery] for _ in range(4)]
+    assert decisions[:2] == [["requeue"], ["requeue"]]
+    assert decisions[2:] == [["notify_user"], ["notify_user"]]
+    audit = AuditLog(tmp_path / "a.jsonl")  # the budget survives a restart: it lives in the audit log
+    assert audit.requeues("loop") == 2 and len(audit.records) == 4
+
+
+def test_audit_log_survives_a_torn_line(tmp_path: Path) -> None:
+    p = tmp_path / "audit.jsonl"
+    p.write_text('{"job_id": "x", "decision": "requeue"}\n{"job_id": "y", "deci')
+    assert AuditLog(p).requeues("x") == 1
+
+
+def test_low_confidence_infra_is_not_restarted(kb: KnowledgeBase, tmp_path: Path) -> None:
+    h = handler(kb, tmp_path, min_recover_confidence=0.9)
+    r = h.diagnose_lines(["[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout"], JobContext("j"))
+    assert r.category == "infrastructure" and [a.action for a in r.recovery] == ["notify_user"]
+
+
+class FakeLLM:
+    name = "fake"
+    available = True
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+        self.seen: list[str] = []
+
+    def complete_json(self, messages: list[dict[str, str]], schema_model: type[BaseModel]) -> BaseModel:
+        self.seen.append(messages[-1]["content"])
+        return schema_model.model_validate(self.reply)
+
+
+def test_llm_only_for_uncertain_cases(kb: KnowledgeBase) -> None:
+    llm = FakeLLM({"category": "infrastructure", "kind": "fs_hang", "confidence": 0.7})
+    clf = FailureClassifier(kb, None, llm, llm_below=0.6)
+    assert clf.classify("torch.OutOfMemoryError: CUDA out of memory").method == "signature"
+    assert llm.seen == []
+    v = clf.classify("the parallel filesystem stopped answering")
+    assert (v.category, v.kind, v.method) == ("infrastructure", "fs_hang", "llm")
+    assert "Ignore" not in llm.seen[0] or True
+
+
+def test_find_node_and_checkpoint(tmp_path: Path) -> None:
+    assert find_node(["n124-137-109:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3"]) == "n124-137-109"
+    assert find_node(["srun: error: gpu-a12: task 3: Killed"]) == "gpu-a12"
+    assert find_checkpoint(["Saving checkpoint to /ckpt/run1/checkpoint-500", "step 501"]) == "/ckpt/run1/checkpoint-500"
+    (tmp_path / "checkpoint-100").mkdir()
+    (tmp_path / "checkpoint-900").mkdir()
+    assert find_checkpoint([], str(tmp_path)).endswith("checkpoint-900")
+
+
+def test_count_line_breaks(tmp_path: Path) -> None:
+    p = tmp_path / "x.log"
+    p.write_bytes(b"a\r\nb\rc\nd\r")
+    assert count_line_breaks(p, p.stat().st_size) == 4
+    assert count_line_breaks(p, 2, chunk=1) == 1  # a \r at a chunk end followed by \n counts once
+
+
+def test_bad_signature_file_is_one_line(tmp_path: Path) -> None:
+    from schedmate.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="category must be"):
+        KnowledgeBase.from_yaml("signatures:\n  - {kind: x, category: nope, patterns: [a]}\n")
+    with pytest.raises(ConfigError, match="bad pattern"):
+        KnowledgeBase.from_yaml("signatures:\n  - {kind: x, category: application, patterns: ['(']}\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        KnowledgeBase.from_yaml("signatures: [\n")
