@@ -7,6 +7,7 @@ from schedmate.logio.reader import (
     iter_line_batches,
     iter_lines,
     iter_lines_reverse,
+    iter_text_blocks,
     sniff_text,
     split_lines,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "iter_line_batches",
     "iter_lines",
     "iter_lines_reverse",
+    "iter_text_blocks",
     "sniff_text",
     "split_lines",
 ]

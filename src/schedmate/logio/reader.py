@@ -22,6 +22,7 @@ __all__ = [
     "clean_text",
     "split_lines",
     "iter_line_batches",
+    "iter_text_blocks",
     "iter_lines",
     "iter_lines_reverse",
     "sniff_text",
@@ -111,16 +112,20 @@ def _last_break(buf: bytes) -> int:
     return i + 1 if i >= 0 else -1
 
 
-def iter_line_batches(
+def iter_text_blocks(
     path: str | Path,
     *,
     chunk_bytes: int = CHUNK_BYTES,
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
-) -> Iterator[list[LogLine]]:
-    """Lines of a file, forward, in batches (about one per chunk), numbered from 1."""
+) -> Iterator[str]:
+    """Cleaned text of whole lines, a chunk at a time (the fast path for bulk work).
+
+    Each block holds complete lines ending with their break (`\n`, `\r`, `\r\n`), except
+    possibly the file's last line. An over-long line comes as its own block, truncated.
+    Callers that split blocks must use `split_lines` semantics.
+    """
     p = Path(path)
     max_bytes = max_line_chars * 4  # a UTF-8 char is at most 4 bytes
-    no = 0
     carry = b""
     skipping = False  # inside an over-long line whose head was already emitted
     drop_lf = False  # the previous chunk ended with the \r that ended a skipped line
@@ -141,24 +146,33 @@ def iter_line_batches(
             data = carry + chunk if carry else chunk
             cut = _last_break(data)
             if cut > 0:
-                lines = split_lines(clean_text(data[:cut]))
-                if cut > max_line_chars:
-                    lines = [s if len(s) <= max_line_chars else s[:max_line_chars] for s in lines]
-                if lines:
-                    yield [LogLine(no + i, s) for i, s in enumerate(lines, 1)]
-                    no += len(lines)
+                yield clean_text(data[:cut])
                 carry = data[cut:]
             else:
                 carry = data
             if len(carry) > max_bytes:
-                no += 1
-                yield [LogLine(no, clean_text(carry[:max_bytes])[:max_line_chars])]
+                yield clean_text(carry[:max_bytes])[:max_line_chars] + "\n"
                 carry = b""
                 skipping = True
     if carry and not skipping:
-        lines = split_lines(clean_text(carry))
+        yield clean_text(carry)
+
+
+def iter_line_batches(
+    path: str | Path,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+) -> Iterator[list[LogLine]]:
+    """Lines of a file, forward, in batches (about one per chunk), numbered from 1."""
+    no = 0
+    for block in iter_text_blocks(path, chunk_bytes=chunk_bytes, max_line_chars=max_line_chars):
+        lines = split_lines(block)
+        if len(block) > max_line_chars:
+            lines = [s if len(s) <= max_line_chars else s[:max_line_chars] for s in lines]
         if lines:
-            yield [LogLine(no + i, s[:max_line_chars]) for i, s in enumerate(lines, 1)]
+            yield [LogLine(no + i, s) for i, s in enumerate(lines, 1)]
+            no += len(lines)
 
 
 def iter_lines(path: str | Path, **kwargs: int) -> Iterator[LogLine]:

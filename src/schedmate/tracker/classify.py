@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.types import LineKind
 from schedmate.tracker.parse import parse_line
-from schedmate.tracker.templates import mask_batch
+from schedmate.tracker.templates import _MASK, MAX_TEMPLATE_CHARS, mask_batch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -189,6 +190,38 @@ class LineClassifier:
                 votes[self.exemplars[j].label] = votes.get(self.exemplars[j].label, 0.0) + float(row[j])
             kinds.append(max(votes.items(), key=lambda kv: kv[1])[0])
         return kinds
+
+    def count_block(self, block: str) -> Counter[LineKind]:
+        """Kinds of every line of a cleaned text block, counted (bulk classification).
+
+        The block is masked in one pass and its lines counted by template, so the Python
+        work is per distinct template, not per line.
+        """
+        if "\r" in block:
+            block = block.replace("\r\n", "\n").replace("\r", "\n")
+        if block.endswith("\n"):
+            block = block[:-1]
+        if not block:
+            return Counter()
+        raw = block.split("\n")
+        per_masked = Counter(_MASK.sub("<*>", block).split("\n"))
+        decisions = self.decisions
+        out: Counter[LineKind] = Counter()
+        pending: dict[str, str] = {}
+        keys: list[tuple[str, int]] = []
+        masked_lines: list[str] | None = None
+        for m, n in per_masked.items():
+            key = m[:MAX_TEMPLATE_CHARS].strip()
+            keys.append((key, n))
+            if key not in decisions and key not in pending:
+                if masked_lines is None:
+                    masked_lines = _MASK.sub("<*>", block).split("\n")
+                pending[key] = raw[masked_lines.index(m)]
+        if pending:
+            self._decide(pending)
+        for key, n in keys:
+            out[decisions.get(key, LineKind.INFO)] += n
+        return out
 
     def known_templates(self) -> Iterable[tuple[str, LineKind]]:
         return self.decisions.items()

@@ -12,7 +12,7 @@ from pathlib import Path
 from schedmate.core.errors import InputError
 from schedmate.core.settings import TrackerSettings
 from schedmate.core.types import LineKind, ProgressSample, TrackEvent, TrackResult
-from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse, sniff_text
+from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse, iter_text_blocks, sniff_text
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
@@ -168,11 +168,11 @@ class MetricTracker:
         p = Path(path)
         sniff_text(p)
         counts: Counter[LineKind] = Counter()
-        for batch in iter_line_batches(p, max_line_chars=self.settings.max_line_bytes):
-            kinds = self.classifier.classify_batch([ln.text for ln in batch])
-            counts.update(kinds)
+        for block in iter_text_blocks(p, max_line_chars=self.settings.max_line_bytes):
+            got = self.classifier.count_block(block)
+            counts.update(got)
             if progress is not None:
-                progress(len(batch))
+                progress(sum(got.values()))
         return counts
 
     def follow(
