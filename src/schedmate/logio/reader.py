@@ -196,23 +196,27 @@ def iter_lines_reverse(
     max_bytes = max_line_chars * 4
     with _open(p) as fh:
         pos = fh.seek(0, os.SEEK_END)
-        buf = b""
+        partial = b""  # the earliest bytes seen of a line whose start is not read yet
+        term = b""  # the break that ends `partial` (empty at EOF)
         while pos > 0:
             start = max(0, pos - block_bytes)
             fh.seek(start)
-            buf = fh.read(pos - start).replace(b"\x00", b"") + buf
+            block = fh.read(pos - start).replace(b"\x00", b"")
             pos = start
+            buf = block + partial + term
             if pos == 0:
                 lines = split_lines(clean_text(buf))
             else:
-                m = _BREAK_RAW.search(buf)
+                limit = len(block) + len(partial)  # a break must start before the known term
+                m = _BREAK_RAW.search(buf, 0, limit + len(term))
                 while m is not None and m.group(0)[:1] != b"\r" and _may_pair(buf, m.start()):
-                    m = _BREAK_RAW.search(buf, m.end())  # this \n may pair with a \r before it
-                if m is None:
-                    if len(buf) > max_bytes + block_bytes:
-                        buf = buf[:max_bytes]  # one huge partial line: keep its earliest bytes
+                    m = _BREAK_RAW.search(buf, m.end(), limit + len(term))  # may pair with an earlier \r
+                if m is None or m.start() >= limit:
+                    partial = buf[:limit]
+                    if len(partial) > max_bytes:
+                        partial = partial[:max_bytes]  # keep only the earliest bytes of a huge line
                     continue
                 lines = split_lines(clean_text(buf[m.end():]))
-                buf = buf[: m.end()]
+                partial, term = buf[: m.start()], buf[m.start(): m.end()]
             for s in reversed(lines):
                 yield s if len(s) <= max_line_chars else s[:max_line_chars]
