@@ -6,6 +6,7 @@ keeps per-user caches (template decisions, LLM field mappings) under `cache_dir`
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -52,10 +53,9 @@ def build_tracker(settings: Settings, *, use_cache: bool = True) -> MetricTracke
     """A MetricTracker wired to the configured embedder and (optional) LLM."""
     classifier = LineClassifier(embedder=_embedder(settings))
     if use_cache:
-        try:
+        # no cache yet, or a corrupt one: decisions are recomputed
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             classifier.load_state(json.loads(_templates_file(settings).read_text("utf-8")))
-        except (OSError, ValueError, AttributeError):
-            pass  # no cache yet, or a corrupt one: decisions are recomputed
     llm = _llm(settings) if settings.tracker.use_llm else None
     mapper = FieldMapper(llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None)
     return MetricTracker(settings.tracker, classifier=classifier, mapper=mapper)

@@ -15,7 +15,6 @@ from schedmate.core.errors import InputError
 from schedmate.logio import (
     clean_text,
     follow_lines,
-    iter_line_batches,
     iter_lines,
     iter_lines_reverse,
     iter_text_blocks,

@@ -9,11 +9,13 @@ from typing import Annotated
 
 import typer
 from rich.panel import Panel
+from rich.table import Table
 
 from schedmate.cli import app
 from schedmate.cli.common import console, friendly_errors, settings_of
 from schedmate.cli.track import render_results
 from schedmate.sdk import build_tracker, track_files
+from schedmate.tracker import LineClassifier, rule_kind
 
 __all__ = ["demo", "example_logs"]
 
@@ -46,5 +48,28 @@ def demo(
             console.print(f"  [yellow]{e.kind}[/] in {Path(r.file).name} at line {e.line_no}: {e.message}"
                           + ("  -> scheduler: cancel GPU packing" if e.kind == "slowdown" else ""), highlight=False)
     clf = tracker.classifier
-    console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates, "
-                  f"{clf.n_embedded} decided by the embedding model[/]")
+    console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
+    _classifier_demo(tracker.classifier)
+
+
+_UNSEEN = [
+    "GPU 3 has fallen off the bus and cannot be reached",
+    "the node lost contact with the controller, job step aborted",
+    "detected slow data loading; consider raising num_workers",
+    "Loading pretrained weights from the local cache",
+    "epoch 4 | batch 120/500 | objective 0.4410 | 0.21 s per batch",
+]
+
+
+def _classifier_demo(clf: LineClassifier) -> None:
+    """Lines no rule covers: the embedding model places each new template once."""
+    table = Table(title="Line classifier on phrasings no rule covers")
+    table.add_column("line", overflow="fold")
+    table.add_column("rules", justify="center")
+    table.add_column("decided", justify="center")
+    kinds = clf.classify_batch(_UNSEEN)
+    for text, kind in zip(_UNSEEN, kinds, strict=True):
+        rk = rule_kind(text)
+        table.add_row(text, rk.value if rk else "-", kind.value if clf.embedder else f"{kind.value} (no model)")
+    console.print(table)
+    console.print(f"[dim]{clf.n_embedded} templates decided by the embedding model[/]")

@@ -17,10 +17,10 @@ from schedmate.core.settings import (
 )
 from schedmate.core.types import (
     FailureReport,
-    RecoveryAction,
     LineKind,
     LogLine,
     ProgressSample,
+    RecoveryAction,
     Throughput,
     TrackEvent,
     TrackResult,

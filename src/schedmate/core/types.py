@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 
-class LineKind(str, Enum):
+class LineKind(StrEnum):
     """What a log line is about, as far as a scheduler cares."""
 
     PROGRESS = "progress"

@@ -81,9 +81,7 @@ class FailureLocator:
         sig = self.kb.match(text, include_generic=False)
         if sig is not None and sig.confidence >= 0.7:
             return sig
-        if kind is LineKind.ERROR and not _FRAME.match(text):
-            return True
-        return False
+        return kind is LineKind.ERROR and not _FRAME.match(text)
 
     def pick(self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None) -> tuple[int | None, Signature | None]:
         """Index of the root-cause line among `lines` (None when nothing failed)."""

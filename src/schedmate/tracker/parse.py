@@ -366,7 +366,7 @@ def parse_line(text: str) -> Candidates:
         if step is None:
             f = fracs[-1]
             n, d = float(f["n"]), float(f["d"])
-            if 0 < d and n <= d:
+            if d > 0 and n <= d:
                 c.put("step", 4, n)
                 c.put("total_steps", 4, d)
         elif "total_steps" not in c.values:

@@ -190,9 +190,9 @@ def summarize(
 
     step_time = values.get("step_time_s")
     thr = values.get("throughput")
-    if step_time is None and isinstance(thr, Throughput) and batch_size and thr.value > 0:
-        if re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I):
-            step_time = batch_size / thr.value
+    if (step_time is None and isinstance(thr, Throughput) and batch_size and thr.value > 0
+            and re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I)):
+        step_time = batch_size / thr.value
     elapsed = values.get("elapsed_s")
     if step_time is None and isinstance(elapsed, float) and step and anchor and anchor.elapsed_s is not None:
         step_time = elapsed / step  # keyed elapsed time over global step: an average

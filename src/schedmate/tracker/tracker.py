@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from schedmate.core.errors import InputError
 from schedmate.core.settings import TrackerSettings
 from schedmate.core.types import LineKind, ProgressSample, TrackEvent, TrackResult
 from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse, iter_text_blocks, sniff_text
@@ -129,11 +128,10 @@ class MetricTracker:
                 continue
             if table.offer_header(text):
                 continue
-            if kind is LineKind.INFO:
-                if _CONFIG_TOTAL.search(text):
-                    t = parse_line(text).get("total_steps")
-                    if t and t > 0:
-                        config_total = int(t)
+            if kind is LineKind.INFO and _CONFIG_TOTAL.search(text):
+                t = parse_line(text).get("total_steps")
+                if t and t > 0:
+                    config_total = int(t)
         return samples, batch_size, config_total
 
     def _config_total(self, path: Path) -> int | None:
