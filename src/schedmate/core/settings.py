@@ -85,10 +85,10 @@ class FailureSettings(_Section):
 
 
 class Settings(_Section):
-    llm: LLMSettings = LLMSettings()
-    embedder: EmbedderSettings = EmbedderSettings()
-    tracker: TrackerSettings = TrackerSettings()
-    failure: FailureSettings = FailureSettings()
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    tracker: TrackerSettings = Field(default_factory=TrackerSettings)
+    failure: FailureSettings = Field(default_factory=FailureSettings)
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "schedmate"))
 
 
