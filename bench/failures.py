@@ -76,7 +76,11 @@ ROOT_CAUSE = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
 
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+def hwm():  # peak RSS of this process image (ru_maxrss would include the parent's at fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
 sys.path.insert(0, {src!r})
 from schedmate.core.settings import load_settings
 from schedmate.sdk import build_failure_handler
@@ -84,7 +88,7 @@ s = load_settings(overrides={{"embedder": {{"backend": "none"}}, "llm": {{"base_
 h = build_failure_handler(s, plan=False)
 t0 = time.perf_counter(); r = h.diagnose({path!r}); dt = time.perf_counter() - t0
 print(json.dumps({{"seconds": dt, "calls": h.locator.calls, "line": r.root_cause_line, "line_no": r.root_cause_line_no,
-                  "category": r.category, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "category": r.category, "peak_rss_mb": hwm()}}))
 """
 
 

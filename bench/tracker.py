@@ -154,16 +154,20 @@ def throughput(tmp: Path, embedder: str) -> dict:
 
 
 _MEM_CHILD = r"""
-import resource, sys, time, json
+import sys, time, json
+def hwm():  # peak RSS of THIS process image (ru_maxrss would include the parent's at fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
 sys.path.insert(0, {src!r})
 from schedmate.core.settings import TrackerSettings
 from schedmate.tracker import LineClassifier, MetricTracker
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 tr = MetricTracker(TrackerSettings(use_llm=False), classifier=LineClassifier(embedder=None))
 t0 = time.perf_counter(); res = tr.track_file({path!r}); t_track = time.perf_counter() - t0
 t0 = time.perf_counter(); counts = tr.classify_file({path!r}) if {full} else None; t_cls = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"baseline_rss_mb": base / 1024, "peak_rss_mb": peak / 1024, "track_s": t_track,
+peak = hwm()
+print(json.dumps({{"baseline_rss_mb": base, "peak_rss_mb": peak, "track_s": t_track,
                   "classify_s": t_cls if {full} else None,
                   "classified_lines": sum(counts.values()) if counts else None, "step": res.step}}))
 """

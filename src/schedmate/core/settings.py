@@ -65,6 +65,7 @@ class TrackerSettings(_Section):
     slowdown_factor: float = Field(1.3, gt=1.0)
     stall_factor: float = Field(10.0, gt=1.0)
     stall_min_s: float = Field(300.0, gt=0)
+    max_samples: int = Field(2000, ge=10, description="recent progress lines parsed per log")
     use_llm: bool = True
 
 

@@ -106,10 +106,22 @@ class MetricTracker:
         embed = self.settings.use_llm and self.mapper.llm is not None
         kinds = self.classifier.classify_batch(lines, embed=embed)
         table = TableReader()
+        # only the most recent progress lines matter: parse at most `max_samples` of them
+        first = 0
+        seen = 0
+        for i in range(len(kinds) - 1, -1, -1):
+            if kinds[i] is LineKind.PROGRESS:
+                seen += 1
+                if seen >= self.settings.max_samples:
+                    first = i
+                    break
+        for text in lines[max(0, first - 10_000):first]:
+            table.offer_header(text)  # a table header may sit above the cut
         samples: list[tuple[ProgressSample, bool]] = []
         batch_size: float | None = None
         config_total: int | None = None
-        for i, (text, kind) in enumerate(zip(lines, kinds, strict=True)):
+        for i in range(first, len(lines)):
+            text, kind = lines[i], kinds[i]
             no = first_line_no + i if first_line_no else 0
             row = table.row(no, text)
             if row is not None:
