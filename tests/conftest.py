@@ -128,3 +128,12 @@ def minilm() -> MiniLMEmbedder:
     from schedmate.core.settings import EmbedderSettings
 
     return MiniLMEmbedder(EmbedderSettings(backend="minilm"))
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A URL where nothing listens (connection refused): an LLM/embedding server outage."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

@@ -35,13 +35,6 @@ CLASSIFY = [
 ]
 
 
-@pytest.fixture
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens there any more: connection refused
-
 
 @pytest.fixture
 def silent_server_url() -> Iterator[str]:
