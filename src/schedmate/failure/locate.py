@@ -31,9 +31,12 @@ __all__ = ["FailureLocator", "Located", "count_line_breaks"]
 _BREAK = re.compile(r"\r\n|\r|\n")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _FRAME = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S")
-_EXC_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+_EXC_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+# a traceback frame glued into a line: output of several processes interleaved mid-line
+_GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 _CONTEXT_AFTER = 40
+_LOOKAHEAD = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,8 @@ class FailureLocator:
 
     # -- candidate rules -----------------------------------------------------------------
     def _candidate(self, text: str, kind: LineKind) -> Signature | bool:
+        if _GLUED_FRAME.match(text):
+            return False  # interleaved garbage: the clean line of the same error follows
         sig = self.kb.match(text, include_generic=False)
         if sig is not None and sig.confidence >= 0.7:
             return sig
@@ -88,27 +93,44 @@ class FailureLocator:
         if kinds is None:
             self.calls += 1
             kinds = self.classifier.classify_batch(list(lines))
-        start = 0
-        for i in range(len(lines) - 1, -1, -1):
-            if kinds[i] is LineKind.PROGRESS:
-                start = i
-                break
-        i = start
-        n = len(lines)
+        last_progress = next((i for i in range(len(lines) - 1, -1, -1) if kinds[i] is LineKind.PROGRESS), 0)
+        found = self._first_candidate(lines, kinds, last_progress)
+        if found is None and last_progress > 0:  # the crash was printed before a last bar redraw
+            found = self._first_candidate(lines, kinds, 0)
+        if found is None:
+            return None, None
+        i, sig = found
+        return self._refine(lines, kinds, i, sig)
+
+    def _first_candidate(self, lines: Sequence[str], kinds: Sequence[LineKind],
+                         start: int) -> tuple[int, Signature | None] | None:
+        i, n = start, len(lines)
         while i < n:
             text = lines[i]
             if _TRACEBACK.search(text):
                 exc = self._exception_of(lines, i + 1)
                 if exc is not None:
-                    j, sig = exc
-                    return j, sig
+                    return exc
                 i += 1
                 continue
             cand = self._candidate(text, kinds[i])
             if cand:
                 return i, cand if isinstance(cand, Signature) else self.kb.match(text)
             i += 1
-        return None, None
+        return None
+
+    def _refine(self, lines: Sequence[str], kinds: Sequence[LineKind], i: int,
+                sig: Signature | None) -> tuple[int, Signature | None]:
+        """Prefer the line that names the cause over one that only reports a failure:
+        a bare error message (`main failed`) yields to the next specific signature or
+        exception line."""
+        specific = sig is not None and not sig.generic
+        if not specific and not _EXC_LINE.match(lines[i]):
+            for j in range(i + 1, min(len(lines), i + _LOOKAHEAD)):
+                s2 = self.kb.match(lines[j], include_generic=False)
+                if (s2 is not None and s2.confidence >= 0.7) or _EXC_LINE.match(lines[j]):
+                    return j, s2 or self.kb.match(lines[j])
+        return i, sig
 
     def _exception_of(self, lines: Sequence[str], j: int) -> tuple[int, Signature | None] | None:
         """The exception line ending a traceback that starts at line j (frames skipped)."""
