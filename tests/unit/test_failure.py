@@ -135,6 +135,10 @@ def test_drain_needs_corroboration(kb: KnowledgeBase, tmp_path: Path) -> None:
     assert "drain_node" not in [a.action for a in r1.recovery]
     r2 = h.diagnose_lines(line, JobContext("b", node="n7"))
     assert [a.action for a in r2.recovery] == ["drain_node", "requeue"]
+    # one user's many jobs are one source: no drain from a single user's logs
+    for j in ("u1", "u2", "u3"):
+        rj = h.diagnose_lines(line, JobContext(j, node="n8", user="mallory"))
+        assert "drain_node" not in [a.action for a in rj.recovery]
     backend.nodes["n9"] = "failed"
     r3 = h.diagnose_lines(line, JobContext("c", node="n9"))
     assert r3.recovery[0].action == "drain_node" and "scheduler" in r3.recovery[0].reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -13,8 +14,11 @@ from rich.table import Table
 
 from schedmate.cli import app
 from schedmate.cli.common import console, friendly_errors, settings_of
+from schedmate.cli.diagnose import render_report
 from schedmate.cli.track import render_results
-from schedmate.sdk import build_tracker, track_files
+from schedmate.core.settings import Settings
+from schedmate.failure import JobContext
+from schedmate.sdk import build_failure_handler, build_tracker, track_files
 from schedmate.tracker import LineClassifier, rule_kind
 
 __all__ = ["demo", "example_logs"]
@@ -32,7 +36,7 @@ def demo(
     ctx: typer.Context,
     offline_rules: Annotated[bool, typer.Option("--rules-only", help="Skip the embedding model.")] = False,
 ) -> None:
-    """Run every capability on bundled examples (Metric Tracker for now)."""
+    """Run every capability on bundled examples (Metric Tracker, Failure Handler)."""
     settings = settings_of(ctx)
     if offline_rules:
         settings = settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"backend": "none"})})
@@ -50,7 +54,19 @@ def demo(
     clf = tracker.classifier
     console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
     _classifier_demo(tracker.classifier)
+    _failure_demo(settings)
 
+
+def _failure_demo(settings: Settings) -> None:
+    """Failure Handler on the bundled failing logs: dry-run plans, audit in a temp dir."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fs = settings.failure.model_copy(update={"audit_log": str(Path(tmp) / "audit.jsonl"), "dry_run": True})
+        handler = build_failure_handler(settings.model_copy(update={"failure": fs}))
+        console.print(Panel.fit("Failure Handler: root cause, category, recovery plan (dry run)"))
+        for log in example_logs():
+            r = handler.diagnose(log, JobContext(job_id=log.stem))
+            if r.failed:
+                console.print(render_report(r))
 
 _UNSEEN = [
     "GPU 3 has fallen off the bus and cannot be reached",

@@ -95,8 +95,10 @@ class AuditLog:
     def requeues(self, job_id: str) -> int:
         return sum(1 for r in self.records if r.get("job_id") == job_id and r.get("decision") == "requeue")
 
-    def jobs_implicating(self, node: str, since: float) -> set[str]:
-        return {str(r.get("job_id")) for r in self.records
+    def sources_implicating(self, node: str, since: float) -> set[str]:
+        """Independent sources blaming `node`: distinct users where known, else distinct jobs
+        (one user's many jobs count once, so a user cannot corroborate themselves)."""
+        return {f"user:{r['user']}" if r.get("user") else f"job:{r.get('job_id')}" for r in self.records
                 if r.get("node") == node and r.get("category") == "infrastructure" and r.get("time", 0) >= since}
 
 
@@ -172,7 +174,7 @@ class RecoveryPlanner:
         s = self.settings
         actions: list[RecoveryAction] = []
         node = job.node or log_node
-        record: dict[str, Any] = {"job_id": job.job_id, "category": category, "kind": kind,
+        record: dict[str, Any] = {"job_id": job.job_id, "user": job.user, "category": category, "kind": kind,
                                   "confidence": confidence, "evidence": list(evidence)[:5], "node": node,
                                   "node_source": "scheduler" if job.node else ("log" if log_node else None)}
         if category == "application":
@@ -208,7 +210,8 @@ class RecoveryPlanner:
         except BackendError:
             pass
         since = self.audit.clock() - self.settings.corroboration_window_s
-        others = self.audit.jobs_implicating(node, since) - {job.job_id}
+        me = f"user:{job.user}" if job.user else f"job:{job.job_id}"
+        others = self.audit.sources_implicating(node, since) - {me}
         return len(others) + 1 >= self.settings.corroborating_jobs
 
     def _corroboration_reason(self, node: str, job: JobContext) -> str:
