@@ -214,3 +214,29 @@ def test_bad_signature_file_is_one_line(tmp_path: Path) -> None:
         KnowledgeBase.from_yaml("signatures:\n  - {kind: x, category: application, patterns: ['(']}\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         KnowledgeBase.from_yaml("signatures: [\n")
+
+
+def test_binary_search_on_a_large_log(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Above full_scan_bytes the locator probes windows: O(log n) classifier calls."""
+    p = tmp_path / "big.log"
+    healthy = b"".join(b"2026-01-01 10:00:00 INFO step %d loss 1.25 time 0.4s\n" % i for i in range(200_000))
+    with p.open("wb") as fh:
+        fh.write(healthy)
+        fh.write(b"OSError: [Errno 28] No space left on device\n")
+        fh.write(b"".join(b"[rank%d]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d)\n" % (i % 8, i)
+                          for i in range(100_000)))
+    settings = FailureSettings(full_scan_bytes=1024 * 1024, window_bytes=16 * 1024)
+    loc = FailureLocator(LineClassifier(), KnowledgeBase.load(), settings)  # the bundled signatures
+    got = loc.locate(p)
+    assert got.failed and got.text == "OSError: [Errno 28] No space left on device"
+    assert got.line_no == 200_001
+    assert got.probes <= 64
+    assert got.signature is not None and got.signature.kind == "disk_full"
+
+
+def test_large_log_without_failure(kb: KnowledgeBase, tmp_path: Path) -> None:
+    p = tmp_path / "fine.log"
+    p.write_bytes(b"".join(b"step %d loss 1.0\n" % i for i in range(300_000)))
+    loc = FailureLocator(LineClassifier(), kb, FailureSettings(full_scan_bytes=1024, window_bytes=8 * 1024, max_probes=16))
+    got = loc.locate(p)
+    assert not got.failed and got.probes <= 16

@@ -25,6 +25,7 @@ from schedmate.core.types import LineKind
 from schedmate.failure.kb import KnowledgeBase, Signature
 from schedmate.logio import clean_text, iter_line_batches, sniff_text
 from schedmate.tracker.classify import LineClassifier
+from schedmate.tracker.templates import mask_batch
 
 __all__ = ["FailureLocator", "Located", "count_line_breaks"]
 
@@ -196,9 +197,18 @@ class FailureLocator:
         return offset, lines
 
     def _has_failure(self, lines: list[str]) -> bool:
+        """One probe: does this window hold a failure line? Decided once per template
+        (signature matching every line of a healthy window would dominate the search)."""
         self.calls += 1
         kinds = self.classifier.classify_batch(lines)
-        return any(self._candidate(t, k) or _TRACEBACK.search(t) for t, k in zip(lines, kinds, strict=True))
+        seen: dict[str, bool] = {}
+        for t, text, kind in zip(mask_batch(lines), lines, kinds, strict=True):
+            hit = seen.get(t)
+            if hit is None:
+                hit = seen[t] = bool(self._candidate(text, kind) or _TRACEBACK.search(text))
+            if hit:
+                return True
+        return False
 
     def _locate_large(self, p: Path, size: int) -> Located:
         w = self.settings.window_bytes
