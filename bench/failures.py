@@ -54,9 +54,24 @@ def accuracy(data: Path, embedder: str) -> dict:
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-    return {"n": len(rows), "root_cause_exact": sum(r["line_ok"] for r in rows) / len(rows),
+    ablation = _embedding_only(labels, settings) if embedder != "none" else None
+    return {"n": len(rows), "embedding_only_accuracy": ablation, "root_cause_exact": sum(r["line_ok"] for r in rows) / len(rows),
             "accuracy": sum(r["category_ok"] for r in rows) / len(rows), "precision": prec, "recall": rec,
             "f1": f1, "rows": rows}
+
+
+def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-untyped-def]
+    """Ablation: category of the labelled root line from embedding similarity alone
+    (no pattern may decide), a proxy for phrasings the signatures have never seen."""
+    from schedmate.failure import FailureClassifier, KnowledgeBase
+    from schedmate.sdk import _embedder
+
+    clf = FailureClassifier(KnowledgeBase.load(), _embedder(settings), None, min_similarity=0.0)
+    right = 0
+    for lab in labels:
+        v = clf._similar(lab["root_cause_line"])
+        right += v is not None and v.category == lab["label"]
+    return right / len(labels)
 
 
 _HEALTHY = [
@@ -156,6 +171,8 @@ def main() -> int:
         ("infra-vs-app accuracy", f"{acc['accuracy']:.1%}", ">= 85%", acc["accuracy"] >= 0.85),
         ("  precision / recall", f"{acc['precision']:.2f}/{acc['recall']:.2f}", "", None),
     ]
+    if acc["embedding_only_accuracy"] is not None:
+        rows.append(("  (ablation) category by embedding only", f"{acc['embedding_only_accuracy']:.1%}", "", None))
     for b in bigs:
         if "error" in b:
             rows.append(("big log", b["error"], "", False))
