@@ -1,25 +1,34 @@
-"""Robust log reading: any bytes, `\\r` bars, huge lines, reverse reading, following."""
+"""Robust log reading: any bytes, `\\r` bars, huge lines, reverse reading, following.
+
+Every capability reads logs through this layer, so all of them agree on what a line is:
+`split_lines(clean_text(file_bytes))` (NUL dropped, UTF-8 with replacement, ANSI escapes
+stripped; `\\n`, `\\r` and `\\r\\n` end a line), computed in bounded memory.
+"""
 
 from schedmate.logio.follow import follow_lines
 from schedmate.logio.reader import (
     DEFAULT_MAX_LINE_CHARS,
-    clean_text,
     iter_line_batches,
     iter_lines,
     iter_lines_reverse,
     iter_text_blocks,
+    open_log,
     sniff_text,
-    split_lines,
 )
+from schedmate.logio.text import IncrementalCleaner, LineSplitter, clean_text, count_breaks, split_lines
 
 __all__ = [
     "DEFAULT_MAX_LINE_CHARS",
+    "IncrementalCleaner",
+    "LineSplitter",
     "clean_text",
+    "count_breaks",
     "follow_lines",
     "iter_line_batches",
     "iter_lines",
     "iter_lines_reverse",
     "iter_text_blocks",
+    "open_log",
     "sniff_text",
     "split_lines",
 ]

@@ -1,4 +1,4 @@
-"""Follow a growing log (tail -F semantics): appends, `\\r` redraws, truncation, rotation."""
+"""Follow a growing log (`tail -F` semantics): appends, `\\r` redraws, truncation, rotation."""
 
 from __future__ import annotations
 
@@ -6,11 +6,103 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from schedmate.core.types import LogLine
-from schedmate.logio.reader import _BREAK_RAW, clean_text
+from schedmate.logio.reader import DEFAULT_MAX_LINE_CHARS, _make_lines, _open
+from schedmate.logio.text import IncrementalCleaner, LineSplitter, count_breaks, split_lines
 
 __all__ = ["follow_lines"]
+
+
+class _Tail:
+    """One open generation of the followed file: its handle, offset and line state."""
+
+    def __init__(self, path: Path, fh: BinaryIO, max_line_chars: int, read_bytes: int) -> None:
+        self.path = path
+        self.fh = fh
+        st = os.fstat(fh.fileno())
+        self.ident = (st.st_dev, st.st_ino)
+        self.offset = 0
+        self.no = 0
+        self.read_bytes = read_bytes
+        self.cleaner = IncrementalCleaner()
+        self.splitter = LineSplitter(max_line_chars)
+
+    def _lines(self, head: str, long_line: str | None) -> list[LogLine]:
+        texts = split_lines(head) if head else []
+        limit = self.splitter.max_line_chars
+        if len(head) > limit:
+            texts = [s[:limit] for s in texts]
+        if long_line is not None:
+            texts.append(long_line)
+        first = self.no + 1
+        self.no += len(texts)
+        return _make_lines(first, texts)
+
+    def skip_existing(self) -> None:
+        """Consume what the file holds now without yielding it (line numbers stay exact;
+        an unfinished last line is kept and comes out whole once its break arrives)."""
+        left = os.fstat(self.fh.fileno()).st_size
+        while left > 0 and (raw := self.fh.read(min(self.read_bytes, left))):
+            left -= len(raw)
+            self.offset += len(raw)
+            head, long_line = self.splitter.feed(self.cleaner.feed(raw))
+            self.no += count_breaks(head) + (long_line is not None)
+
+    def read(self) -> Iterator[list[LogLine]]:
+        """Batches of the complete lines appended since the last call (up to EOF now)."""
+        while raw := self.fh.read(self.read_bytes):
+            self.offset += len(raw)
+            lines = self._lines(*self.splitter.feed(self.cleaner.feed(raw)))
+            if lines:
+                yield lines
+
+    def finish(self) -> list[LogLine]:
+        """The lines still held (a last line without a break): the file is done."""
+        lines = self._lines(*self.splitter.feed(self.cleaner.feed(b"", final=True)))
+        last = self.splitter.finish()
+        if last is not None:
+            lines += self._lines("", last)
+        return lines
+
+    def truncated(self) -> bool:
+        try:
+            return os.fstat(self.fh.fileno()).st_size < self.offset
+        except OSError:
+            return False
+
+    def restart(self) -> None:
+        """Read the file again from its start (it was truncated in place)."""
+        self.fh.seek(0)
+        self.offset = 0
+        self.no = 0
+        self.cleaner.reset()
+        self.splitter.reset()
+
+    def replaced(self) -> bool:
+        """True when the path now names another file (rotation); a missing path is not."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) != self.ident
+
+
+def _try_open(path: Path) -> BinaryIO | None:
+    """The file, or None while it does not exist (other problems raise InputError)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        pass  # let _open word the error
+    try:
+        return _open(path)
+    except Exception:
+        if not os.path.lexists(path):
+            return None  # removed between the two calls
+        raise
 
 
 def follow_lines(
@@ -20,100 +112,54 @@ def follow_lines(
     from_start: bool = True,
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    max_line_chars: int = 1024 * 1024,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
     read_bytes: int = 1024 * 1024,
 ) -> Iterator[LogLine]:
     """Yield complete lines as the file grows; `stop()` is checked at every poll.
 
-    A line is complete at `\\n` or `\\r` (a progress bar redraw is a line). A `\\r` that
-    ends the data read so far may still be the first half of `\\r\\n`: its line is yielded
-    at once and a `\\n` arriving next is swallowed. Truncation (size below our offset)
-    restarts at 0; rotation (a new inode at the path) drains the old file, then reads the
-    new one from its start. A file that does not exist yet is waited for.
+    Lines and their text are those `iter_lines` would give for the file; a line is
+    complete at `\\n` or `\\r` (a progress-bar redraw is a line at once; a `\\n` arriving
+    after it is part of the same break). An unfinished last line waits for its break.
+    Missing file: waited for. Truncation (size below our offset): the held line is
+    yielded, then the file is read again from its start. Rotation (the path names a new
+    file): the old file is drained, then the new one is read from its start. Numbering
+    restarts at 1 with each new file content, so `no` always matches the file on disk.
+    `from_start=False` skips the lines present when the file is first opened (reading
+    them once to keep numbers exact). When no data arrives, `sleep(poll_s)` is called.
     """
+    if poll_s <= 0:
+        raise ValueError("poll_s must be > 0 (a zero poll would spin)")
     p = Path(path)
-    fh = None
-    ino = None
-    offset = 0
-    buf = b""
-    no = 0
-    swallow_lf = False
+    tail: _Tail | None = None
     first_open = True
-    max_bytes = max_line_chars * 4
     try:
         while True:
-            if fh is None:
-                try:
-                    fh = p.open("rb")
-                except OSError:
-                    fh = None
+            if tail is None:
+                fh = _try_open(p)
                 if fh is not None:
-                    st = os.fstat(fh.fileno())
-                    ino = st.st_ino
-                    offset = 0 if (from_start or not first_open) else st.st_size
-                    fh.seek(offset)
+                    tail = _Tail(p, fh, max_line_chars, read_bytes)
+                    if first_open and not from_start:
+                        tail.skip_existing()
                     first_open = False
-            got_data = False
-            if fh is not None:
-                try:
-                    size = os.fstat(fh.fileno()).st_size
-                except OSError:
-                    size = offset
-                if size < offset:  # truncated in place: start over
-                    offset = 0
-                    fh.seek(0)
-                    buf = b""
-                    swallow_lf = False
-                data = fh.read(read_bytes)
-                if data:
-                    got_data = True
-                    offset += len(data)
-                    if swallow_lf and data[:1] == b"\n":
-                        data = data[1:]
-                    swallow_lf = False
-                    buf += data.replace(b"\x00", b"")
-                    last = None
-                    for m in _BREAK_RAW.finditer(buf):
-                        last = m
-                    if last is not None:
-                        complete = buf[: last.end()]
-                        buf = buf[last.end():]
-                        if complete.endswith(b"\r"):
-                            swallow_lf = True
-                        text = clean_text(complete)
-                        parts = _split(text)
-                        for s in parts:
-                            no += 1
-                            yield LogLine(no, s[:max_line_chars])
-                    if len(buf) > max_bytes:
-                        no += 1
-                        yield LogLine(no, clean_text(buf[:max_bytes])[:max_line_chars])
-                        buf = b""
-                elif _rotated(p, ino):
-                    fh.close()  # the old file is drained (read returned nothing): switch
-                    fh = None
-                    buf = b""
-                    swallow_lf = False
+            if tail is not None:
+                for batch in tail.read():
+                    yield from batch
+                    if stop is not None and stop():
+                        return
+                if tail.truncated():
+                    yield from tail.finish()
+                    tail.restart()
                     continue
-            if not got_data:
-                if stop is not None and stop():
-                    return
-                sleep(poll_s)
-            elif stop is not None and stop():
+                if tail.replaced():
+                    for batch in tail.read():  # drain what was written before the switch
+                        yield from batch
+                    yield from tail.finish()
+                    tail.fh.close()
+                    tail = None
+                    continue
+            if stop is not None and stop():
                 return
+            sleep(poll_s)
     finally:
-        if fh is not None:
-            fh.close()
-
-
-def _split(text: str) -> list[str]:
-    from schedmate.logio.reader import split_lines
-
-    return split_lines(text)
-
-
-def _rotated(p: Path, ino: int | None) -> bool:
-    try:
-        return os.stat(p).st_ino != ino
-    except OSError:
-        return False
+        if tail is not None:
+            tail.fh.close()

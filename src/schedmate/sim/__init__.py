@@ -1,0 +1,26 @@
+"""Trace-driven cluster simulator with classic and semantic scheduling policies."""
+
+from schedmate.sim.cluster import default_cluster, parse_cluster
+from schedmate.sim.engine import JobState, SimResult, Simulator
+from schedmate.sim.estimators import make_estimator
+from schedmate.sim.metrics import Metrics, summarize_sim
+from schedmate.sim.policies import POLICIES, make_policy
+from schedmate.sim.trace import DEFAULT_CLUSTERS, TRACE_FORMATS, TraceJob, load_trace, synthetic_trace
+
+__all__ = [
+    "DEFAULT_CLUSTERS",
+    "JobState",
+    "Metrics",
+    "POLICIES",
+    "SimResult",
+    "Simulator",
+    "TRACE_FORMATS",
+    "TraceJob",
+    "default_cluster",
+    "load_trace",
+    "make_estimator",
+    "make_policy",
+    "parse_cluster",
+    "summarize_sim",
+    "synthetic_trace",
+]

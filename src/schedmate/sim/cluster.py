@@ -1,0 +1,66 @@
+"""Cluster sizes for simulations: `{vc: gpus}`, with `*` as the pool for unlisted VCs."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+
+from schedmate.core.errors import InputError
+from schedmate.sim.trace import TraceJob
+
+__all__ = ["parse_cluster", "default_cluster"]
+
+
+def _vc_config_csv(path: Path, gpus_per_node: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with path.open(newline="") as fh:
+            for no, row in enumerate(csv.reader(fh), 1):
+                if no == 1 or not row or not row[0].strip():
+                    continue
+                try:
+                    out[row[0].strip()] = int(row[1]) * gpus_per_node
+                except (IndexError, ValueError):
+                    raise InputError(f"{path}:{no}: expected 'vc,nodes'") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read cluster config: {exc.strerror}") from None
+    if not out:
+        raise InputError(f"{path}: no virtual clusters")
+    return out
+
+
+def parse_cluster(spec: str, gpus_per_node: int = 8) -> dict[str, int]:
+    """`64` (one pool of 64 GPUs), `a=16,b=32` (GPUs per VC), or a `vc,nodes` CSV file."""
+    spec = spec.strip()
+    if spec.isdigit():
+        return {"*": int(spec)}
+    if "=" in spec:
+        out: dict[str, int] = {}
+        for part in spec.split(","):
+            k, _, v = part.partition("=")
+            if not v.strip().isdigit():
+                raise InputError(f"cluster spec '{spec}': '{part}' is not vc=GPUS")
+            out[k.strip()] = int(v)
+        return out
+    return _vc_config_csv(Path(spec), gpus_per_node)
+
+
+def default_cluster(fmt: str, trace_path: Path, jobs: list[TraceJob], gpus_per_node: int = 8) -> dict[str, int]:
+    """The documented default cluster of each shipped trace (see trace.DEFAULT_CLUSTERS)."""
+    if fmt == "philly" and (trace_path.parent / "vc_config.csv").is_file():
+        return _vc_config_csv(trace_path.parent / "vc_config.csv", gpus_per_node)
+    if fmt == "helios":
+        head = trace_path.read_text("utf-8", errors="replace")[:4000]
+        m = re.search(r"per-VC pool sizes[^:]*:\s*(.+)", head)
+        if m:
+            return {k.strip(): int(v) * gpus_per_node for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+    if fmt == "alibaba":
+        nodes = trace_path.parent / "openb_node_list_gpu_node.csv"
+        if nodes.is_file():
+            with nodes.open(newline="") as fh:
+                total = sum(int(r.get("gpu") or 0) for r in csv.DictReader(fh))
+            return {"*": total}
+    biggest = max(j.gpus for j in jobs)
+    return {"*": max(8, 4 * biggest, int(math.ceil(biggest / gpus_per_node)) * gpus_per_node)}

@@ -1,0 +1,59 @@
+"""Simulation metrics: JCT, queueing delay, makespan, utilisation, per-VC breakdown."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from schedmate.sim.engine import SimResult
+
+__all__ = ["Metrics", "summarize_sim"]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    policy: str
+    n_jobs: int
+    avg_jct_s: float
+    p50_jct_s: float
+    p99_jct_s: float
+    avg_queue_s: float
+    p99_queue_s: float
+    makespan_s: float
+    gpu_util: float
+    unschedulable: int = 0
+    preemptions: int = 0
+
+    def to_json_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+def _stats(policy: str, jobs: list, capacity: int, busy_gpu_s: float, unsched: int) -> Metrics:
+    if not jobs:
+        return Metrics(policy, 0, *(float("nan"),) * 7, unschedulable=unsched)
+    submit = np.array([j.submit for j in jobs])
+    end = np.array([j.end for j in jobs])
+    start = np.array([j.first_start for j in jobs])
+    jct = end - submit
+    queue = start - submit
+    makespan = float(end.max() - submit.min())
+    util = busy_gpu_s / (capacity * makespan) if makespan > 0 and capacity else 0.0
+    return Metrics(policy, len(jobs), float(jct.mean()), float(np.percentile(jct, 50)), float(np.percentile(jct, 99)),
+                   float(queue.mean()), float(np.percentile(queue, 99)), makespan, util, unsched,
+                   int(sum(j.preemptions for j in jobs)))
+
+
+def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
+    """Overall metrics and a per-virtual-cluster breakdown."""
+    done = res.finished()
+    overall = _stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable)
+    per_vc: dict[str, Metrics] = {}
+    by_vc: dict[str, list] = {}
+    for j in done:
+        by_vc.setdefault(j.vc, []).append(j)
+    for vc, js in sorted(by_vc.items()):
+        busy = sum(j.duration * j.gpus for j in js)
+        cap = max(1, max(j.gpus for j in js))
+        per_vc[vc] = _stats(res.policy, js, cap, 0.0 * busy, 0)
+    return overall, per_vc

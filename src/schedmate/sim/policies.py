@@ -1,0 +1,124 @@
+"""Scheduling policies: they only order jobs; the engine owns the loop and the state.
+
+A policy gives each job a sort key (lower runs first). Keys of *pending* jobs must not
+change while they wait (the engine keeps pending jobs in heaps); keys of running jobs may
+change with time (preemptive policies compare them at every event).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from schedmate.core.errors import ConfigError
+from schedmate.registry import Registry
+
+if TYPE_CHECKING:
+    from schedmate.sim.engine import JobState
+
+__all__ = ["SchedulingPolicy", "POLICIES", "make_policy"]
+
+
+class SchedulingPolicy(Protocol):
+    name: str
+    preemptive: bool
+    backfill: bool  # may a later job start when the head does not fit?
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]: ...
+
+
+@dataclass
+class FifoPolicy:
+    """First come, first served; strict (the head blocks the queue), as classic schedulers."""
+
+    name: str = "fifo"
+    preemptive: bool = False
+    backfill: bool = False
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (job.submit,)
+
+
+@dataclass
+class SjfPolicy:
+    """Shortest (estimated) job first, non-preemptive, with backfill."""
+
+    name: str = "sjf"
+    preemptive: bool = False
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (job.estimate, job.submit)
+
+
+@dataclass
+class SrtfPolicy:
+    """Shortest (estimated) remaining time first, preemptive."""
+
+    name: str = "srtf"
+    preemptive: bool = True
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (max(job.estimate - job.elapsed(now), 0.0), job.submit)
+
+
+@dataclass
+class TiresiasPolicy:
+    """Discretised 2-queue Least-Attained-Service (Tiresias): jobs whose attained GPU time
+    passed `threshold_gpu_s` drop to the low queue; FIFO inside each queue; preemptive."""
+
+    threshold_gpu_s: float = 3600.0 * 8
+    name: str = "tiresias"
+    preemptive: bool = True
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        attained = job.elapsed(now) * job.gpus
+        return (0.0 if attained < self.threshold_gpu_s else 1.0, job.submit)
+
+
+@dataclass
+class QssfPolicy:
+    """Quasi-Shortest-Service-First (Helios): smallest estimated GPU time first."""
+
+    name: str = "qssf"
+    preemptive: bool = False
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (job.estimate * job.gpus, job.submit)
+
+
+@dataclass
+class SemanticPolicy:
+    """schedmate's policy: shortest remaining *GPU* time first, preemptive, where the
+    remaining time comes from the Advisor's prediction before the job runs and from the
+    Metric Tracker's ETA once it has run `warmup_s` (progress makes it accurate)."""
+
+    warmup_s: float = 120.0
+    eta_error: float = 0.05
+    name: str = "semantic"
+    preemptive: bool = True
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        ran = job.elapsed(now)
+        if ran >= self.warmup_s:
+            remaining = max(job.duration - ran, 0.0) * (1.0 + self.eta_error * job.noise)
+        else:
+            remaining = max(job.estimate - ran, 0.0)
+        return (remaining * job.gpus, job.submit)
+
+
+POLICIES: Registry[SchedulingPolicy] = Registry("policy")
+for _cls in (FifoPolicy, SjfPolicy, SrtfPolicy, TiresiasPolicy, QssfPolicy, SemanticPolicy):
+    POLICIES.register(_cls().name)(_cls)
+
+
+def make_policy(name: str) -> SchedulingPolicy:
+    name = name.strip().lower()
+    if not name:
+        raise ConfigError("empty policy name")
+    return POLICIES.create(name)
+
