@@ -38,6 +38,7 @@ typecheck: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/tracker.py
 	$(BIN)/python bench/failures.py
+	$(BIN)/python bench/sim.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache
