@@ -16,9 +16,11 @@ from schedmate.cli import app
 from schedmate.cli.common import console, friendly_errors, settings_of
 from schedmate.cli.diagnose import render_report
 from schedmate.cli.track import render_results
+from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
 from schedmate.failure import JobContext
 from schedmate.sdk import build_failure_handler, build_tracker, track_files
+from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
 from schedmate.tracker import LineClassifier, rule_kind
 
 __all__ = ["demo", "example_logs"]
@@ -36,7 +38,7 @@ def demo(
     ctx: typer.Context,
     offline_rules: Annotated[bool, typer.Option("--rules-only", help="Skip the embedding model.")] = False,
 ) -> None:
-    """Run every capability on bundled examples (Metric Tracker, Failure Handler)."""
+    """Run every capability on bundled examples (Tracker, Failure Handler, Simulator)."""
     settings = settings_of(ctx)
     if offline_rules:
         settings = settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"backend": "none"})})
@@ -55,6 +57,30 @@ def demo(
     console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
     _classifier_demo(tracker.classifier)
     _failure_demo(settings)
+    _sim_demo(settings)
+
+
+def _sim_demo(settings: Settings) -> None:
+    """A small synthetic cluster: classic policies against the semantic one, with plots."""
+    jobs = synthetic_trace(600, seed=7, mean_gap_s=45.0)
+    table = Table(title="Simulator: 600 synthetic jobs on 64 GPUs (semantic = noisy predictions + live ETA)")
+    for col in ("policy", "estimator", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
+        table.add_column(col, justify="left" if col in ("policy", "estimator") else "right")
+    results = []
+    for pol, est in (("fifo", "oracle"), ("qssf", "history"), ("tiresias", "oracle"), ("semantic", "noisy")):
+        res = Simulator(jobs, {"*": 64}, make_policy(pol), make_estimator(est), timeline_every=5).run()
+        results.append(res)
+        m, _ = summarize_sim(res)
+        table.add_row(pol, est, f"{m.avg_jct_s:,.0f} s", f"{m.p99_jct_s:,.0f} s", f"{m.avg_queue_s:,.0f} s",
+                      f"{m.gpu_util:.0%}")
+    console.print(table)
+    try:
+        from schedmate.sim.plots import plot_results
+
+        files = plot_results(results, Path(settings.cache_dir) / "demo", title="(demo)")
+        console.print("[dim]plots: " + ", ".join(str(f) for f in files) + "[/]")
+    except SchedmateError as exc:
+        console.print(f"[dim]no plots: {exc}[/]")
 
 
 def _failure_demo(settings: Settings) -> None:

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, friendly_errors
+from schedmate.cli.common import console, err_console, friendly_errors
 from schedmate.core.errors import InputError
 from schedmate.sim import (
     TRACE_FORMATS,
@@ -44,6 +44,7 @@ def simulate(
     limit: Annotated[int | None, typer.Option(help="Only the first N jobs.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed (noisy estimators).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per policy, one per line.")] = False,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write PNG plots (JCT CDF, queue, utilisation) here.")] = None,
 ) -> None:
     """Discrete-event simulation of a trace under classic and semantic policies."""
     jobs = load_trace(trace, fmt, limit=limit)
@@ -56,12 +57,15 @@ def simulate(
     for col in ("policy", "estimator", "avg JCT", "p50 JCT", "p99 JCT", "avg queue", "makespan", "GPU util",
                 "preempt.", "sim s"):
         table.add_column(col, justify="left" if col in ("policy", "estimator") else "right")
+    results = []
     with Progress(console=console, transient=True, disable=as_json) as bar:
         for pol in policies:
             est = make_estimator(estimator or DEFAULT_ESTIMATORS.get(pol.name, "oracle"), seed=seed)
             task = bar.add_task(f"{pol.name}", total=len(jobs))
             t0 = time.perf_counter()
-            res = Simulator(jobs, cl, pol, est, seed=seed).run(progress=lambda n, t=task: bar.advance(t, n))
+            sim = Simulator(jobs, cl, pol, est, seed=seed, timeline_every=max(1, len(jobs) // 500) if plot else 0)
+            res = sim.run(progress=lambda n, t=task: bar.advance(t, n))
+            results.append(res)
             dt = time.perf_counter() - t0
             m, _ = summarize_sim(res)
             if as_json:
@@ -77,3 +81,8 @@ def simulate(
                 console.print(f"[yellow]{m.unschedulable} jobs ask for more GPUs than their virtual cluster has[/]")
     if not as_json:
         console.print(table)
+    if plot is not None:
+        from schedmate.sim.plots import plot_results
+
+        for f in plot_results(results, plot, title=trace.name):
+            (console if not as_json else err_console).print(f"wrote {f}")
