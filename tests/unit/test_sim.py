@@ -154,3 +154,28 @@ def test_properties(seed: int, policy: str, gpus: int) -> None:
         assert starts == sorted(starts)
     m, _ = summarize_sim(res)
     assert 0.0 <= m.gpu_util <= 1.0 + 1e-9
+
+
+def test_wait_prediction_is_exact_for_fifo_with_oracle() -> None:
+    """Strict FIFO ignores later arrivals, so exact durations predict exact start times."""
+    from schedmate.sim.whatif import evaluate_wait_prediction, predict_starts, snapshot_at
+
+    jobs = synthetic_trace(400, seed=5, mean_gap_s=20)
+    cl = {"*": 32}
+    truth = Simulator(jobs, cl, make_policy("fifo"), make_estimator("oracle")).run()
+    span = jobs[-1].submit_s
+    r = evaluate_wait_prediction(jobs, truth, cl, make_policy("fifo"), make_estimator("oracle"),
+                                 [span * 0.3, span * 0.6])
+    assert r["n"] > 0 and r["median_abs_error_s"] == 0.0 and r["mean_abs_error_s"] == pytest.approx(0.0, abs=1e-6)
+    snap = snapshot_at(jobs, truth, span * 0.5)
+    pred = predict_starts(snap, cl, make_policy("fifo"), make_estimator("noisy:1.0", seed=2))
+    assert set(pred) == {j.job_id for j in snap.pending}
+    assert all(t >= span * 0.5 for t in pred.values())
+
+
+def test_snapshot_start_keeps_running_jobs_on_their_gpus() -> None:
+    running = [(J(0, 0, 1000, 4), 50.0)]
+    r = Simulator([J(1, 10, 5, 1)], {"a": 4}, make_policy("fifo"), make_estimator("oracle"),
+                  start_at=10.0, running=running).run()
+    by = {j.job_id: j for j in r.jobs}
+    assert by["j0"].end == 60.0 and by["j1"].first_start == 60.0

@@ -73,7 +73,11 @@ class SimResult:
 
 class Simulator:
     def __init__(self, jobs: Sequence[TraceJob], cluster: dict[str, int], policy: SchedulingPolicy,
-                 estimator: Estimator | None = None, *, seed: int = 0, timeline_every: int = 0) -> None:
+                 estimator: Estimator | None = None, *, seed: int = 0, timeline_every: int = 0,
+                 start_at: float | None = None, running: Sequence[tuple[TraceJob, float]] = ()) -> None:
+        """`start_at` and `running` start the simulation from a snapshot: the `running`
+        jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
+        max(submit, start_at) (what-if and queue-wait prediction)."""
         if not jobs:
             raise InputError("no jobs to simulate")
         self.policy = policy
@@ -97,19 +101,40 @@ class Simulator:
             self.jobs.append(st)
         self.timeline_every = timeline_every
         self._seq = 0
+        self.start_at = start_at
+        self.initial: list[tuple[int, float]] = []
+        for j, remaining in running:
+            vc = j.vc if j.vc in self.vcs else "*"
+            if vc not in self.vcs:
+                raise InputError(f"running job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
+            st = JobState(len(self.jobs), j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
+                          remaining=max(remaining, 0.0), noise=rng.gauss(0.0, 1.0))
+            self.jobs.append(st)
+            self.initial.append((st.idx, remaining))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
         events: list[tuple[float, int, int, int, int]] = []  # time, kind, seq, job, version
+        t0 = self.start_at
+        initial = {i for i, _ in self.initial}
         for st in self.jobs:
+            if st.idx in initial:
+                continue
             if st.gpus > self.vcs[st.vc].capacity:
                 self.unschedulable += 1  # counted and reported, never silently dropped
                 continue
-            events.append((st.submit, _ARRIVE, st.idx, st.idx, 0))
+            events.append((st.submit if t0 is None else max(st.submit, t0), _ARRIVE, st.idx, st.idx, 0))
         heapq.heapify(events)
         busy_gpu_s = 0.0
-        last_t = self.jobs[0].submit if self.jobs else 0.0
+        last_t = t0 if t0 is not None else (self.jobs[0].submit if self.jobs else 0.0)
         busy = 0
+        for i, _ in self.initial:  # snapshot: these already hold their GPUs
+            st = self.jobs[i]
+            vc = self.vcs[st.vc]
+            vc.n_pending += 1  # _start counts it out of the queue
+            st.estimate = st.remaining
+            self._start(vc, st, last_t, events)
+            busy += st.gpus
         timeline: list[tuple[float, int, int]] = []
         done = 0
         n_events = 0
