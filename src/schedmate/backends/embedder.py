@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from schedmate.backends.openai_client import make_openai_client
 from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError
 from schedmate.core.settings import EmbedderSettings
 from schedmate.registry import Registry
@@ -212,16 +213,8 @@ class OpenAIEmbedder:
 
     def _get_client(self) -> openai.OpenAI:
         if self._client is None:
-            try:
-                import openai
-            except ImportError:
-                raise ConfigError("the 'openai' embedder needs the 'openai' package: pip install schedmate") from None
-            self._client = openai.OpenAI(
-                base_url=self.settings.base_url,
-                api_key=self.settings.api_key,
-                timeout=self.settings.timeout_s,
-                max_retries=0,
-            )
+            s = self.settings
+            self._client = make_openai_client(s.base_url, s.api_key, s.timeout_s, "'openai' embedder")
         return self._client
 
     def _request(self, batch: list[str]) -> list[Any]:

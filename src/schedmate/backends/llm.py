@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from schedmate.backends.openai_client import make_openai_client
 from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError, ReplyValidationError
 from schedmate.core.settings import LLMSettings
 from schedmate.registry import Registry
@@ -259,17 +260,8 @@ class OpenAIBackend(JSONReplyBackend):
     def _get_client(self) -> openai.OpenAI:
         with self._client_lock:
             if self._client is None:
-                try:
-                    import openai
-                except ImportError:
-                    raise ConfigError("the LLM backend needs the 'openai' package: pip install schedmate") from None
-                # max_retries=0: retries are ours (validation feedback) and the breaker's.
-                self._client = openai.OpenAI(
-                    base_url=self.settings.base_url,
-                    api_key=self.settings.api_key,
-                    timeout=self.settings.timeout_s,
-                    max_retries=0,
-                )
+                s = self.settings
+                self._client = make_openai_client(s.base_url, s.api_key, s.timeout_s, "LLM backend")
             return self._client
 
     def _send(self, messages: list[Message], schema_model: type[BaseModel]) -> str:
