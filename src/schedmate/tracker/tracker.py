@@ -54,25 +54,28 @@ class MetricTracker:
         p = Path(path)
         sniff_text(p)
         cfg = self.settings
-        window: list[str] = []
+        window: list[str] = []  # newest line first
         size = 0
-        budget = cfg.tail_bytes
         result: TrackResult | None = None
         reached_start = True
+        dropped = False
         for text in iter_lines_reverse(p, max_line_chars=cfg.max_line_bytes):
             window.append(text)
             size += len(text) + 1
-            if size >= budget:
+            if size >= cfg.tail_bytes:
                 result = self._track_window(str(path), window[::-1], whole=False)
                 if result.has_progress:
                     reached_start = False
                     break
-                budget *= 2  # nothing yet: widen the window (bounded by the line cap per line)
-                if len(window) > 4_000_000:
-                    window = window[: len(window) // 2]  # keep memory bounded on gigantic logs
+                # no progress in this stretch: it holds nothing the answer needs, so memory
+                # stays bounded by tail_bytes however far back the progress (if any) is
+                window, size, dropped = [], 0, True
         if reached_start:
-            result = self._track_window(str(path), window[::-1], whole=True)
-        assert result is not None
+            result = self._track_window(str(path), window[::-1], whole=not dropped)
+            if not result.has_progress and dropped:
+                result = TrackResult(file=str(path))
+        if result is None:
+            result = TrackResult(file=str(path))
         if result.has_progress and result.total_steps is None and not reached_start:
             total = self._config_total(p)
             if total and result.step is not None and result.step <= total:
