@@ -66,6 +66,7 @@ class SimResult:
     busy_gpu_s: float
     unschedulable: int
     timeline: list[tuple[float, int, int]]  # (time, busy GPUs, queue length) samples
+    vc_capacity: dict[str, int] = field(default_factory=dict)
 
     def finished(self) -> list[JobState]:
         return [j for j in self.jobs if j.end >= 0]
@@ -166,7 +167,8 @@ class Simulator:
             if self.timeline_every and n_events % self.timeline_every == 0:
                 timeline.append((t, busy, sum(v.n_pending for v in self.vcs.values())))
         cap = sum(v.capacity for v in self.vcs.values())
-        return SimResult(policy.name, self.jobs, cap, busy_gpu_s, self.unschedulable, timeline)
+        return SimResult(policy.name, self.jobs, cap, busy_gpu_s, self.unschedulable, timeline,
+                         {k: v.capacity for k, v in self.vcs.items()})
 
     def _push(self, vc: _VC, st: JobState, now: float) -> None:
         self._seq += 1

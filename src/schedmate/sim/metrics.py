@@ -53,7 +53,6 @@ def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     for j in done:
         by_vc.setdefault(j.vc, []).append(j)
     for vc, js in sorted(by_vc.items()):
-        busy = sum(j.duration * j.gpus for j in js)
-        cap = max(1, max(j.gpus for j in js))
-        per_vc[vc] = _stats(res.policy, js, cap, 0.0 * busy, 0)
+        busy = sum(j.duration * j.gpus for j in js)  # GPU-seconds of work the VC served
+        per_vc[vc] = _stats(res.policy, js, res.vc_capacity.get(vc, 0), busy, 0)
     return overall, per_vc

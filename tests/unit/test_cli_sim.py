@@ -1,0 +1,74 @@
+"""`schedmate simulate` / `whatif`: JSON contract and one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from schedmate.cli import app
+from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
+
+KEYS = {"policy", "n_jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "p99_queue_s", "makespan_s", "gpu_util"}
+
+
+def write_trace(p: Path, n: int = 200) -> Path:
+    lines = ["job_id,submit_s,duration_s,gpus,vc,user"]
+    lines += [f"{j.job_id},{j.submit_s:.1f},{j.duration_s},{j.gpus},{j.vc},{j.user}" for j in synthetic_trace(n, seed=2)]
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_simulate_json(tmp_path: Path) -> None:
+    t = write_trace(tmp_path / "t.csv")
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--format", "native", "--cluster", "32",
+                                   "--policy", "fifo,semantic", "--json"])
+    assert res.exit_code == 0, res.output
+    objs = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [o["policy"] for o in objs] == ["fifo", "semantic"] and all(set(o) == KEYS for o in objs)
+    assert all(o["n_jobs"] == 200 for o in objs)
+    assert objs[1]["avg_jct_s"] < objs[0]["avg_jct_s"]
+
+
+def test_simulate_plots(tmp_path: Path) -> None:
+    t = write_trace(tmp_path / "t.csv", 80)
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "32", "--policy", "fifo",
+                                   "--plot", str(tmp_path / "plots")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "plots" / "jct_cdf.png").stat().st_size > 1000
+
+
+def test_simulate_bad_inputs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,submit_s,duration_s,gpus\na,0,10,1\nb,1,-5,1\n")
+    r = CliRunner().invoke(app, ["simulate", "--trace", str(bad), "--cluster", "8"])
+    assert r.exit_code == 2 and "bad.csv:3" in r.stderr and "Traceback" not in r.stderr
+    t = write_trace(tmp_path / "t.csv", 10)
+    r = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--policy", "lottery", "--cluster", "8"])
+    assert r.exit_code == 2 and "valid: fifo" in r.stderr
+    r = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--format", "slurmish"])
+    assert r.exit_code == 2 and "unknown trace format" in r.stderr
+
+
+def test_whatif_grid_and_prediction(tmp_path: Path) -> None:
+    t = write_trace(tmp_path / "t.csv", 150)
+    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "32", "--policy", "fifo,sjf",
+                                 "--scale", "0.5,1", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert {(o["policy"], o["scale"]) for o in rows} == {("fifo", 0.5), ("fifo", 1.0), ("sjf", 0.5), ("sjf", 1.0)}
+    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    for obj in map(json.loads, r.stdout.splitlines()):
+        assert obj["predicted_wait_s"] >= 0 and obj["simulated_wait_s"] >= 0
+
+
+def test_per_vc_breakdown() -> None:
+    jobs = synthetic_trace(100, seed=1, vcs=("a", "b"))
+    res = Simulator(jobs, {"a": 16, "b": 16}, make_policy("fifo"), make_estimator("oracle")).run()
+    overall, per_vc = summarize_sim(res)
+    assert set(per_vc) == {"a", "b"}
+    assert sum(m.n_jobs for m in per_vc.values()) == overall.n_jobs
+    assert all(0 < m.gpu_util <= 1 for m in per_vc.values())
