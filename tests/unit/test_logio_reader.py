@@ -126,6 +126,7 @@ TOKENS = [
     b"a", b"b", b" ", b"\n", b"\r", b"\r\n", b"\x00", b"\x1b", b"\x1b[", b"\x1b[31m", b"\x1b[0m",
     b"\x1b[K", b"\x1b[A", b"\x1b]0;t\x07", b"\x1b]8;;u\x1b\\", b"\x1b(B", b"\x07", b"\x08",
     "中".encode(), "😀".encode(), b"\xe4", b"\xb8", b"\x80", b"\xff",
+    b"\x0b", b"\x0c", b"\x1c", "\x85".encode(), "\u2028".encode(),  # str.splitlines() breaks, not ours
 ]
 byte_strings = st.one_of(
     st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join),

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from schedmate.core.errors import InputError
 from schedmate.core.types import LogLine
 from schedmate.logio.reader import DEFAULT_MAX_LINE_CHARS, _make_lines, _open
-from schedmate.logio.text import IncrementalCleaner, LineSplitter, count_breaks, split_lines
+from schedmate.logio.text import IncrementalCleaner, LineSplitter, count_breaks
 
 __all__ = ["follow_lines"]
 
@@ -29,13 +30,7 @@ class _Tail:
         self.cleaner = IncrementalCleaner()
         self.splitter = LineSplitter(max_line_chars)
 
-    def _lines(self, head: str, long_line: str | None) -> list[LogLine]:
-        texts = split_lines(head) if head else []
-        limit = self.splitter.max_line_chars
-        if len(head) > limit:
-            texts = [s[:limit] for s in texts]
-        if long_line is not None:
-            texts.append(long_line)
+    def _lines(self, texts: list[str]) -> list[LogLine]:
         first = self.no + 1
         self.no += len(texts)
         return _make_lines(first, texts)
@@ -54,16 +49,16 @@ class _Tail:
         """Batches of the complete lines appended since the last call (up to EOF now)."""
         while raw := self.fh.read(self.read_bytes):
             self.offset += len(raw)
-            lines = self._lines(*self.splitter.feed(self.cleaner.feed(raw)))
+            lines = self._lines(self.splitter.feed_lines(self.cleaner.feed(raw)))
             if lines:
                 yield lines
 
     def finish(self) -> list[LogLine]:
         """The lines still held (a last line without a break): the file is done."""
-        lines = self._lines(*self.splitter.feed(self.cleaner.feed(b"", final=True)))
+        lines = self._lines(self.splitter.feed_lines(self.cleaner.feed(b"", final=True)))
         last = self.splitter.finish()
         if last is not None:
-            lines += self._lines("", last)
+            lines += self._lines([last])
         return lines
 
     def truncated(self) -> bool:
@@ -99,7 +94,7 @@ def _try_open(path: Path) -> BinaryIO | None:
         pass  # let _open word the error
     try:
         return _open(path)
-    except Exception:
+    except InputError:
         if not os.path.lexists(path):
             return None  # removed between the two calls
         raise
@@ -119,7 +114,8 @@ def follow_lines(
 
     Lines and their text are those `iter_lines` would give for the file; a line is
     complete at `\\n` or `\\r` (a progress-bar redraw is a line at once; a `\\n` arriving
-    after it is part of the same break). An unfinished last line waits for its break.
+    after it is part of the same break). An unfinished last line waits for its break;
+    once longer than `max_line_chars` its head comes out and the rest is skipped.
     Missing file: waited for. Truncation (size below our offset): the held line is
     yielded, then the file is read again from its start. Rotation (the path names a new
     file): the old file is drained, then the new one is read from its start. Numbering

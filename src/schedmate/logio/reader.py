@@ -13,11 +13,14 @@ head. The head is kept, not the tail, because that is where a line says what it 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import gc
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from itertools import repeat
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,7 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_LINE_CHARS = 1024 * 1024
-CHUNK_BYTES = 4 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024  # faster than 4 MiB (the chunk's text stays in cache) and 4x less memory
 REVERSE_BLOCK_BYTES = 1024 * 1024
 SNIFF_BYTES = 64 * 1024
 BINARY_RATIO = 0.30
@@ -103,7 +106,8 @@ def _binary_reason(head: bytes) -> str | None:
             break
     ratio = (control + undecodable) / len(data)
     if ratio > BINARY_RATIO:
-        return f"looks binary ({ratio:.0%} of its first {len(head) // 1024 or 1} KiB are not text)"
+        size = f"{len(head) // 1024} KiB" if len(head) >= 1024 else f"{len(head)} bytes"
+        return f"looks binary ({ratio:.0%} of its first {size} are not text)"
     return None
 
 
@@ -139,23 +143,45 @@ def sniff_text(path: str | Path) -> None:
 # -- forward -----------------------------------------------------------------------------------
 
 
-def _make_lines(first_no: int, texts: list[str]) -> list[LogLine]:
-    """LogLines numbered from `first_no`. Building a batch creates no reference cycles, so
-    the cyclic GC is paused meanwhile: its passes over the new objects cost more than
-    creating them (measured: 0.8 s -> 0.3 s per million lines)."""
-    if not gc.isenabled():
-        return [LogLine(n, s) for n, s in enumerate(texts, first_no)]
-    gc.disable()
+def _slot_setters() -> tuple[Callable[[LogLine, int], None], Callable[[LogLine, str], None]] | None:
+    """Setters of LogLine's two slots, when filling them is all its __init__ does."""
     try:
-        return [LogLine(n, s) for n, s in enumerate(texts, first_no)]
+        names = [f.name for f in dataclasses.fields(LogLine)]
+        set_no, set_text = vars(LogLine)["no"].__set__, vars(LogLine)["text"].__set__
+        if names != ["no", "text"] or hasattr(LogLine, "__post_init__"):
+            return None
+        probe = object.__new__(LogLine)
+        set_no(probe, 7)
+        set_text(probe, "x")
+        return (set_no, set_text) if probe == LogLine(7, "x") else None
+    except (AttributeError, TypeError):
+        return None
+
+
+_SETTERS = _slot_setters()
+
+
+def _make_lines(first_no: int, texts: list[str]) -> list[LogLine]:
+    """LogLines numbered from `first_no`, built at C speed.
+
+    Creating these objects is the largest cost of reading, so (1) while LogLine's __init__
+    only fills its two slots, the slots are filled by `map` over the slot descriptors
+    (136 vs 285 ns a line), and (2) the cyclic GC is paused meanwhile: the batch creates
+    no cycles, and GC passes over the new objects would cost more than creating them.
+    """
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        if _SETTERS is None:
+            return [LogLine(n, s) for n, s in enumerate(texts, first_no)]
+        lines: list[LogLine] = list(map(object.__new__, repeat(LogLine, len(texts))))
+        deque(map(_SETTERS[0], lines, range(first_no, first_no + len(texts))), maxlen=0)
+        deque(map(_SETTERS[1], lines, texts), maxlen=0)
+        return lines
     finally:
-        gc.enable()
-
-
-def _truncate(lines: list[str], limit: int) -> list[str]:
-    if lines and max(map(len, lines)) > limit:
-        return [s[:limit] for s in lines]
-    return lines
+        if enabled:
+            gc.enable()
 
 
 def _pieces(path: str | Path, chunk_bytes: int, max_line_chars: int) -> Iterator[tuple[str, str | None]]:
@@ -190,10 +216,6 @@ def iter_text_blocks(
     block is longer than `max_line_chars`.
     """
     for head, long_line in _pieces(path, chunk_bytes, max_line_chars):
-        if len(head) > max_line_chars:
-            lines = split_lines(head)
-            if max(map(len, lines)) > max_line_chars:
-                head = "\n".join(_truncate(lines, max_line_chars)) + "\n"
         if head.endswith("\r"):
             head += "\n"  # the same single break, and blocks stay safe to join
         if head:
@@ -212,16 +234,23 @@ def iter_line_batches(
 
     Memory is bounded by a few chunks plus `max_line_chars`, whatever the file size.
     """
+    if chunk_bytes < 1:
+        raise ValueError("chunk_bytes must be >= 1")
+    cleaner = IncrementalCleaner()
+    splitter = LineSplitter(max_line_chars)
     no = 1
-    for head, long_line in _pieces(path, chunk_bytes, max_line_chars):
-        texts = split_lines(head) if head else []
-        if len(head) > max_line_chars:
-            texts = _truncate(texts, max_line_chars)
-        if long_line is not None:
-            texts.append(long_line)
-        if texts:
-            yield _make_lines(no, texts)
-            no += len(texts)
+    with _open(Path(path)) as fh:
+        while chunk := fh.read(chunk_bytes):
+            texts = splitter.feed_lines(cleaner.feed(chunk))
+            if texts:
+                yield _make_lines(no, texts)
+                no += len(texts)
+    texts = splitter.feed_lines(cleaner.feed(b"", final=True))
+    last = splitter.finish()
+    if last is not None:
+        texts.append(last)
+    if texts:
+        yield _make_lines(no, texts)
 
 
 def iter_lines(
@@ -257,12 +286,12 @@ def _cr_pairs_at(fh: BinaryIO, cr: int) -> bool:
         size = min(size * 2, REVERSE_BLOCK_BYTES)
 
 
-def _first_line_start(buf: bytes, fh: BinaryIO | None, base: int) -> int:
+def _first_line_start(buf: bytes) -> int:
     """Index just past the first line break in `buf` (-1 if it holds none).
 
     A `\\r` ends a line unless, once cleaned, a `\\n` follows it (escape codes or NULs may
-    sit between them). A `\\r` that is the last byte of `buf` is looked up in the file
-    after offset `base + len(buf)` when `fh` is given; otherwise it is taken as final.
+    sit between them). `buf` must end where a line starts (or at EOF), so a `\\r` with
+    no break after it in `buf` is final.
     """
     m = _BREAK_BYTE.search(buf)
     if m is None:
@@ -273,14 +302,11 @@ def _first_line_start(buf: bytes, fh: BinaryIO | None, base: int) -> int:
     nxt = buf[i + 1: i + 2]
     if nxt == b"\n":
         return i + 2
-    if nxt and nxt not in (b"\x1b", b"\x00"):
-        return i + 1  # a visible character follows: the \r ends a line on its own
+    if nxt not in (b"\x1b", b"\x00"):
+        return i + 1  # a visible character (or nothing) follows: the \r ends a line on its own
     m2 = _BREAK_BYTE.search(buf, i + 1)
-    if m2 is None:
-        return -1 if fh is not None and _cr_pairs_at(fh, base + i) else i + 1
-    j = m2.start()
-    if buf[j] == 0x0A and clean_text(buf[i + 1: j]) == "":
-        return j + 1  # only escape codes or NULs between \r and \n: one break
+    if m2 is not None and buf[m2.start()] == 0x0A and clean_text(buf[i + 1: m2.start()]) == "":
+        return m2.start() + 1  # only escape codes or NULs between \r and \n: one break
     return i + 1
 
 
@@ -354,8 +380,7 @@ def iter_lines_reverse(
                     kept, long_end = block[:c], -1
                 continue
             buf = block + kept if kept else block
-            # kept ends where a line starts, so a \r ending buf is final (fh=None)
-            c = _first_line_start(buf, None, start) if start > 0 else 0
+            c = _first_line_start(buf) if start > 0 else 0  # kept ends where a line starts
             if c < 0 or c == len(buf):
                 kept = buf
                 if len(kept) > keep_limit:
