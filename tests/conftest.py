@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from typer.testing import CliRunner
 
 if TYPE_CHECKING:
     from schedmate.backends.embedder import MiniLMEmbedder
@@ -137,3 +138,12 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture()
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """A CLI runner with a private cache dir, rules only and no LLM (unit tests of the CLI)."""
+    monkeypatch.setenv("SCHEDMATE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SCHEDMATE_EMBEDDER__BACKEND", "none")
+    monkeypatch.delenv("SCHEDMATE_LLM__BASE_URL", raising=False)
+    return CliRunner()

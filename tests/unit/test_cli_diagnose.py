@@ -14,14 +14,6 @@ KEYS = {"file", "failed", "root_cause_line", "root_cause_line_no", "category", "
         "recovery", "checkpoint", "error"}
 
 
-@pytest.fixture()
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("SCHEDMATE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("SCHEDMATE_EMBEDDER__BACKEND", "none")
-    monkeypatch.delenv("SCHEDMATE_LLM__BASE_URL", raising=False)
-    return CliRunner()
-
-
 def run_json(runner: CliRunner, *args: str) -> tuple[int, list[dict]]:
     res = runner.invoke(app, ["diagnose", "--json", *args])
     return res.exit_code, [json.loads(x) for x in res.stdout.splitlines()]

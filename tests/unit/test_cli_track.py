@@ -14,14 +14,6 @@ KEYS = {"file", "has_progress", "last_progress_line", "step", "total_steps", "ep
         "throughput", "progress", "eta_s", "error"}
 
 
-@pytest.fixture()
-def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("SCHEDMATE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("SCHEDMATE_EMBEDDER__BACKEND", "none")
-    monkeypatch.delenv("SCHEDMATE_LLM__BASE_URL", raising=False)
-    return CliRunner()
-
-
 def write(p: Path, data: bytes) -> Path:
     p.write_bytes(data)
     return p
