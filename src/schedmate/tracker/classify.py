@@ -203,19 +203,19 @@ class LineClassifier:
             block = block[:-1]
         if not block:
             return Counter()
-        raw = block.split("\n")
-        per_masked = Counter(_MASK.sub("<*>", block).split("\n"))
+        masked_lines = _MASK.sub("<*>", block).split("\n")
+        per_masked = Counter(masked_lines)
         decisions = self.decisions
         out: Counter[LineKind] = Counter()
         pending: dict[str, str] = {}
         keys: list[tuple[str, int]] = []
-        masked_lines: list[str] | None = None
+        raw: list[str] | None = None
         for m, n in per_masked.items():
             key = m[:MAX_TEMPLATE_CHARS].strip()
             keys.append((key, n))
             if key not in decisions and key not in pending:
-                if masked_lines is None:
-                    masked_lines = _MASK.sub("<*>", block).split("\n")
+                if raw is None:  # split the original text only when a new template needs a sample
+                    raw = block.split("\n")
                 pending[key] = raw[masked_lines.index(m)]
         if pending:
             self._decide(pending)

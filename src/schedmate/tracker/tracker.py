@@ -21,7 +21,14 @@ from schedmate.tracker.templates import mask_line
 __all__ = ["MetricTracker", "TrackUpdate"]
 
 _CONFIG_TOTAL = re.compile(r"max_iter|max_steps|num_iterations|total_steps|train_iters|num_training_steps", re.I)
-_HEAD_BYTES = 256 * 1024
+
+
+def _config_total_of(text: str) -> int | None:
+    """A total step count stated by a config line (`MAX_ITER: 111000`, `max_steps=500`)."""
+    if not _CONFIG_TOTAL.search(text):
+        return None
+    t = parse_line(text).get("total_steps")
+    return int(t) if t and t > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +63,7 @@ class MetricTracker:
         cfg = self.settings
         window: list[str] = []  # newest line first
         size = 0
-        result: TrackResult | None = None
+        result = TrackResult(file=str(path))
         reached_start = True
         dropped = False
         for text in iter_lines_reverse(p, max_line_chars=cfg.max_line_bytes):
@@ -72,10 +79,6 @@ class MetricTracker:
                 window, size, dropped = [], 0, True
         if reached_start:
             result = self._track_window(str(path), window[::-1], whole=not dropped)
-            if not result.has_progress and dropped:
-                result = TrackResult(file=str(path))
-        if result is None:
-            result = TrackResult(file=str(path))
         if result.has_progress and result.total_steps is None and not reached_start:
             total = self._config_total(p)
             if total and result.step is not None and result.step <= total:
@@ -91,10 +94,36 @@ class MetricTracker:
         """Track an in-memory log (tests, the REST service)."""
         return self._track_window(file, list(lines), whole=True)
 
+    def _detector(self) -> EventDetector:
+        s = self.settings
+        return EventDetector(factor=s.slowdown_factor, stall_factor=s.stall_factor, stall_min_s=s.stall_min_s)
+
+    def _use_llm(self) -> bool:
+        """The LLM mapping (and so the embedder's opinion on unparsed lines) is usable."""
+        return self.settings.use_llm and self.mapper.llm is not None
+
+    def _line_samples(
+        self, table: TableReader, no: int, text: str, kind: LineKind
+    ) -> list[tuple[ProgressSample, bool, float | None]]:
+        """Samples of one line: a table row, a parsed progress line, or (once per template)
+        an LLM-mapped one; other lines may be a table header. (sample, is_bar, batch_size)."""
+        row = table.row(no, text)
+        if row is not None:
+            return [(row, False, None)]
+        if kind is not LineKind.PROGRESS:
+            table.offer_header(text)
+            return []
+        got = sample_from_line(no, text)
+        if not got and self._use_llm():
+            mapping = self.mapper.mapping_for(mask_line(text), text)
+            s = mapping.apply(no, text) if mapping is not None else None
+            if s is not None:
+                got = [(s, False, None)]
+        return got
+
     def _track_window(self, file: str, lines: list[str], *, whole: bool) -> TrackResult:
         samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
-        det = EventDetector(factor=self.settings.slowdown_factor,
-                            stall_factor=self.settings.stall_factor, stall_min_s=self.settings.stall_min_s)
+        det = self._detector()
         events: list[TrackEvent] = []
         for s, _ in samples:
             if not s.is_eval:
@@ -106,8 +135,7 @@ class MetricTracker:
     ) -> tuple[list[tuple[ProgressSample, bool]], float | None, int | None]:
         # the model's verdict only matters here for progress lines no rule can parse, and
         # those are only usable when an LLM can map them: otherwise skip the model
-        embed = self.settings.use_llm and self.mapper.llm is not None
-        kinds = self.classifier.classify_batch(lines, embed=embed)
+        kinds = self.classifier.classify_batch(lines, embed=self._use_llm())
         table = TableReader()
         # only the most recent progress lines matter: parse at most `max_samples` of them
         first = 0
@@ -126,27 +154,12 @@ class MetricTracker:
         for i in range(first, len(lines)):
             text, kind = lines[i], kinds[i]
             no = first_line_no + i if first_line_no else 0
-            row = table.row(no, text)
-            if row is not None:
-                samples.append((row, False))
-                continue
-            if kind is LineKind.PROGRESS:
-                got = sample_from_line(no, text)
-                for s, bar, bs in got:
-                    samples.append((s, bar))
-                    batch_size = bs or batch_size
-                if not got and self.settings.use_llm:
-                    mapping = self.mapper.mapping_for(mask_line(text), text)
-                    s = mapping.apply(no, text) if mapping is not None else None
-                    if s is not None:
-                        samples.append((s, False))
-                continue
-            if table.offer_header(text):
-                continue
-            if kind is LineKind.INFO and _CONFIG_TOTAL.search(text):
-                t = parse_line(text).get("total_steps")
-                if t and t > 0:
-                    config_total = int(t)
+            got = self._line_samples(table, no, text, kind)
+            for s, bar, bs in got:
+                samples.append((s, bar))
+                batch_size = bs or batch_size
+            if not got and kind is LineKind.INFO:
+                config_total = _config_total_of(text) or config_total
         return samples, batch_size, config_total
 
     def _config_total(self, path: Path) -> int | None:
@@ -154,10 +167,7 @@ class MetricTracker:
         total = None
         for batch in iter_line_batches(path, max_line_chars=self.settings.max_line_bytes):
             for line in batch:
-                if _CONFIG_TOTAL.search(line.text):
-                    t = parse_line(line.text).get("total_steps")
-                    if t and t > 0:
-                        total = int(t)
+                total = _config_total_of(line.text) or total
             break  # only the first batch (the head)
         return total
 
@@ -204,13 +214,12 @@ class MetricTracker:
         silence with the usual gap; such an event goes to `on_idle_event` at once (a live
         display) and is also attached to the next update.
         """
-        det = EventDetector(factor=self.settings.slowdown_factor,
-                            stall_factor=self.settings.stall_factor, stall_min_s=self.settings.stall_min_s)
+        det = self._detector()
         recent: deque[tuple[ProgressSample, bool]] = deque(maxlen=history)
         events: deque[TrackEvent] = deque(maxlen=100)
         idle: list[TrackEvent] = []
         table = TableReader()
-        embed = self.mapper.llm is not None
+        embed = self._use_llm()
 
         def _poll() -> bool:
             ev = det.check_stall(clock())
@@ -224,14 +233,7 @@ class MetricTracker:
             new: list[TrackEvent] = idle[:]
             idle.clear()
             kind = self.classifier.classify_batch([line.text], embed=embed)[0]
-            got: list[tuple[ProgressSample, bool]] = []
-            row = table.row(line.no, line.text)
-            if row is not None:
-                got = [(row, False)]
-            elif kind is LineKind.PROGRESS:
-                got = [(s, bar) for s, bar, _ in sample_from_line(line.no, line.text)]
-            else:
-                table.offer_header(line.text)
+            got = [(s, bar) for s, bar, _ in self._line_samples(table, line.no, line.text, kind)]
             now = clock()
             for s, bar in got:
                 recent.append((s, bar))
