@@ -240,3 +240,11 @@ def test_large_log_without_failure(kb: KnowledgeBase, tmp_path: Path) -> None:
     loc = FailureLocator(LineClassifier(), kb, FailureSettings(full_scan_bytes=1024, window_bytes=8 * 1024, max_probes=16))
     got = loc.locate(p)
     assert not got.failed and got.probes <= 16
+
+
+def test_checkpoint_found_far_before_the_failure(kb: KnowledgeBase) -> None:
+    lines = ["Saving checkpoint to /ckpt/run9/checkpoint-3000"] + [f"step {i} loss 1.0" for i in range(3000, 3200)]
+    lines += ["RuntimeError: CUDA error: uncorrectable ECC error encountered"]
+    r = handler(kb).diagnose_lines(lines)
+    assert r.checkpoint == "/ckpt/run9/checkpoint-3000"
+    assert r.root_cause_line_no == len(lines)

@@ -38,15 +38,10 @@ class FailureHandler:
     def _report(self, file: str, loc: Located, job: JobContext | None) -> FailureReport:
         if not loc.failed or loc.text is None:
             return FailureReport(file=file, failed=False)
-        after = list(loc.context)
-        try:
-            k = after.index(loc.text)
-            after = after[k:]
-        except ValueError:
-            pass
+        after = list(loc.after)
         v = self.classifier.classify(loc.text, after, loc.signature)
-        log_node = find_node([loc.text, *after])
-        checkpoint = find_checkpoint(list(loc.context), job.job_dir if job else None)
+        log_node = find_node(after)
+        checkpoint = find_checkpoint([*loc.before, *after], job.job_dir if job else None)
         actions: tuple = ()
         if self.planner is not None:
             ctx = job or JobContext(job_id=Path(file).stem)

@@ -37,12 +37,16 @@ _EXC_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\
 _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 _CONTEXT_AFTER = 40
+_CONTEXT_BEFORE = 5
+_BEFORE_KEPT = 5000  # lines before the root kept for the checkpoint search
+_STRONG = 0.7
 _LOOKAHEAD = 200
 
 
 @dataclass(frozen=True, slots=True)
 class Located:
-    """Where the failure shows first; `context` = lines around it for the classifier/LLM."""
+    """Where the failure shows first. `context` = lines around it for the classifier/LLM,
+    the root at `context[root_at]`; `before` = what was read before it (checkpoint search)."""
 
     line_no: int | None
     text: str | None
@@ -50,6 +54,13 @@ class Located:
     context: tuple[str, ...]
     probes: int
     failed: bool
+    root_at: int = 0
+    before: tuple[str, ...] = ()
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """The root-cause line and the lines that follow it."""
+        return self.context[self.root_at:]
 
 
 def count_line_breaks(path: Path, end: int, chunk: int = 8 * 1024 * 1024) -> int:
@@ -89,11 +100,16 @@ class FailureLocator:
         self._size = 0
 
     # -- candidate rules -----------------------------------------------------------------
+    def _strong(self, text: str) -> Signature | None:
+        """A specific signature sure enough to mark a line as a cause on its own."""
+        sig = self.kb.match(text, include_generic=False)
+        return sig if sig is not None and sig.confidence >= _STRONG else None
+
     def _candidate(self, text: str, kind: LineKind) -> Signature | bool:
         if _GLUED_FRAME.match(text):
             return False  # interleaved garbage: the clean line of the same error follows
-        sig = self.kb.match(text, include_generic=False)
-        if sig is not None and sig.confidence >= 0.7:
+        sig = self._strong(text)
+        if sig is not None:
             return sig
         return kind is LineKind.ERROR and not _FRAME.match(text)
 
@@ -136,8 +152,8 @@ class FailureLocator:
         specific = sig is not None and not sig.generic
         if not specific and not _EXC_LINE.match(lines[i]):
             for j in range(i + 1, min(len(lines), i + _LOOKAHEAD)):
-                s2 = self.kb.match(lines[j], include_generic=False)
-                if (s2 is not None and s2.confidence >= 0.7) or _EXC_LINE.match(lines[j]):
+                s2 = self._strong(lines[j])
+                if s2 is not None or _EXC_LINE.match(lines[j]):
                     return j, s2 or self.kb.match(lines[j])
         return i, sig
 
@@ -158,6 +174,7 @@ class FailureLocator:
     def locate(self, path: str | Path) -> Located:
         p = Path(path)
         sniff_text(p)
+        self.calls = 0
         size = p.stat().st_size
         if size <= self.settings.full_scan_bytes:
             lines = [ln.text for batch in iter_line_batches(p) for ln in batch]
@@ -166,6 +183,7 @@ class FailureLocator:
         return self._locate_large(p, size)
 
     def locate_lines(self, lines: Sequence[str]) -> Located:
+        self.calls = 0
         idx, sig = self.pick(lines)
         return self._located(lines, idx, sig, first_no=1, probes=self.calls)
 
@@ -173,8 +191,9 @@ class FailureLocator:
                  *, first_no: int, probes: int) -> Located:
         if idx is None:
             return Located(None, None, None, (), probes, False)
-        ctx = tuple(lines[max(0, idx - 5): idx + _CONTEXT_AFTER])
-        return Located(first_no + idx, lines[idx], sig, ctx, probes, True)
+        start = max(0, idx - _CONTEXT_BEFORE)
+        return Located(first_no + idx, lines[idx], sig, tuple(lines[start: idx + _CONTEXT_AFTER]), probes, True,
+                       root_at=idx - start, before=tuple(lines[max(0, idx - _BEFORE_KEPT): idx]))
 
     def _window(self, fh, offset: int, size: int) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
         """Whole lines of the window [offset, offset+size): starts after the first break
