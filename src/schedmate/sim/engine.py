@@ -62,11 +62,15 @@ class _VC:
 class SimResult:
     policy: str
     jobs: list[JobState]
-    capacity: int
     busy_gpu_s: float
     unschedulable: int
     timeline: list[tuple[float, int, int]]  # (time, busy GPUs, queue length) samples
     vc_capacity: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def capacity(self) -> int:
+        """GPUs in the whole cluster."""
+        return sum(self.vc_capacity.values())
 
     def finished(self) -> list[JobState]:
         return [j for j in self.jobs if j.end >= 0]
@@ -103,7 +107,7 @@ class Simulator:
         self.timeline_every = timeline_every
         self._seq = 0
         self.start_at = start_at
-        self.initial: list[tuple[int, float]] = []
+        self.initial: list[int] = []  # jobs of the snapshot that already run
         for j, remaining in running:
             vc = j.vc if j.vc in self.vcs else "*"
             if vc not in self.vcs:
@@ -111,13 +115,13 @@ class Simulator:
             st = JobState(len(self.jobs), j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
                           remaining=max(remaining, 0.0), noise=rng.gauss(0.0, 1.0))
             self.jobs.append(st)
-            self.initial.append((st.idx, remaining))
+            self.initial.append(st.idx)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
         events: list[tuple[float, int, int, int, int]] = []  # time, kind, seq, job, version
         t0 = self.start_at
-        initial = {i for i, _ in self.initial}
+        initial = set(self.initial)
         for st in self.jobs:
             if st.idx in initial:
                 continue
@@ -129,7 +133,7 @@ class Simulator:
         busy_gpu_s = 0.0
         last_t = t0 if t0 is not None else (self.jobs[0].submit if self.jobs else 0.0)
         busy = 0
-        for i, _ in self.initial:  # snapshot: these already hold their GPUs
+        for i in self.initial:  # snapshot: these already hold their GPUs
             st = self.jobs[i]
             vc = self.vcs[st.vc]
             vc.n_pending += 1  # _start counts it out of the queue
@@ -166,8 +170,7 @@ class Simulator:
             n_events += 1
             if self.timeline_every and n_events % self.timeline_every == 0:
                 timeline.append((t, busy, sum(v.n_pending for v in self.vcs.values())))
-        cap = sum(v.capacity for v in self.vcs.values())
-        return SimResult(policy.name, self.jobs, cap, busy_gpu_s, self.unschedulable, timeline,
+        return SimResult(policy.name, self.jobs, busy_gpu_s, self.unschedulable, timeline,
                          {k: v.capacity for k, v in self.vcs.items()})
 
     def _push(self, vc: _VC, st: JobState, now: float) -> None:

@@ -82,13 +82,11 @@ def _num(path: Path, no: int, row: dict[str, str], key: str, *, allow_empty: boo
 
 
 def _philly(path: Path) -> Iterator[TraceJob]:
-    t0: float | None = None
     for no, row in _rows(path):
         try:
             ts = datetime.strptime(row["timestamp"].strip(), "%Y-%m-%d %H:%M:%S").timestamp()
         except (KeyError, ValueError):
             raise InputError(f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)") from None
-        t0 = ts if t0 is None else min(t0, ts)
         yield TraceJob(f"philly-{no}", ts, _num(path, no, row, "duration"), int(_num(path, no, row, "num_gpus")),
                        row.get("cluster", "default").strip() or "default")
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schedmate.sim.engine import SimResult, Simulator
-from schedmate.sim.estimators import Estimator
+from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.trace import TraceJob
 
@@ -54,23 +54,12 @@ def predict_starts(snap: Snapshot, cluster: dict[str, int], policy: SchedulingPo
         est = max(estimator.estimate(probe), 1.0)
         pend.append(TraceJob(j.job_id, j.submit_s, est, j.gpus, j.vc, j.user, j.name))
     running = [(j, r * (1.0 + remaining_error)) for j, r in snap.running]
+    # inside a prediction the (estimated) durations are taken as given
     sim = Simulator(pend or [TraceJob("_none", snap.time, 0.0, 1, next(iter(cluster)))], cluster, policy,
-                    _Exact(), start_at=snap.time, running=running)
+                    OracleEstimator(), start_at=snap.time, running=running)
     res = sim.run()
     return {st.job_id: st.first_start for st in res.jobs if st.job_id != "_none" and st.first_start >= 0
             and st.idx < len(pend)}
-
-
-class _Exact:
-    """Inside a prediction the (estimated) durations are taken as they are."""
-
-    name = "given"
-
-    def estimate(self, job):  # type: ignore[no-untyped-def]
-        return job.duration
-
-    def observe(self, job) -> None:  # type: ignore[no-untyped-def]
-        return None
 
 
 def evaluate_wait_prediction(jobs: Sequence[TraceJob], truth: SimResult, cluster: dict[str, int],
