@@ -68,7 +68,8 @@ class FailureClassifier:
         self.llm_calls = 0
 
     def classify(self, root: str, context: Sequence[str] = (), signature: Signature | None = None) -> Verdict:
-        v = self._rules(root, context, signature) or self._similar(root) or Verdict("unknown", None, 0.0, "none")
+        v = (self._rules(root, context, signature) or self._similar(root) or self._generic(root)
+             or Verdict("unknown", None, 0.0, "none"))
         if v.confidence < self.llm_below and self.llm is not None and self.llm.available:
             better = self._ask_llm(root, context)
             if better is not None and better.confidence > v.confidence:
@@ -77,22 +78,23 @@ class FailureClassifier:
 
     def _rules(self, root: str, context: Sequence[str], signature: Signature | None) -> Verdict | None:
         sig = signature or self.kb.match(root, include_generic=False)
-        evidence = [c for c in context if c != root and self.kb.match(c, include_generic=False)][:5]
         if sig is not None:
+            evidence = [c for c in context if c != root and self.kb.match(c, include_generic=False)][:5]
             return Verdict(sig.category, sig.kind, sig.confidence, "signature", sig, tuple([root, *evidence]))
         for line in context:
             s = self.kb.match(line, include_generic=False)
             if s is not None:
                 return Verdict(s.category, s.kind, s.confidence * 0.8, "cascade", s, (root, line))
-        generic = self.kb.match(root)
-        if generic is not None and self.embedder is None:
-            return Verdict(generic.category, generic.kind, generic.confidence, "signature", generic, (root,))
         return None
+
+    def _generic(self, root: str) -> Verdict | None:
+        """A catch-all signature (low confidence) when nothing more specific answered."""
+        g = self.kb.match(root)
+        return Verdict(g.category, g.kind, g.confidence, "signature", g, (root,)) if g is not None else None
 
     def _similar(self, root: str) -> Verdict | None:
         if self.embedder is None or not self._examples:
-            generic = self.kb.match(root)
-            return Verdict(generic.category, generic.kind, generic.confidence, "signature", generic, (root,)) if generic else None
+            return None
         import numpy as np
 
         try:
@@ -104,10 +106,7 @@ class FailureClassifier:
         sims = self._matrix @ vec
         top = np.argsort(-sims)[:5]
         best = float(sims[top[0]])
-        generic = self.kb.match(root)
         if best < self.min_similarity:
-            if generic is not None:
-                return Verdict(generic.category, generic.kind, generic.confidence, "signature", generic, (root,))
             return None
         votes: dict[str, float] = {}
         for j in top:
