@@ -64,9 +64,9 @@ def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-u
     """Ablation: category of the labelled root line from embedding similarity alone
     (no pattern may decide), a proxy for phrasings the signatures have never seen."""
     from schedmate.failure import FailureClassifier, KnowledgeBase
-    from schedmate.sdk import _embedder
+    from schedmate.backends.embedder import create_embedder
 
-    clf = FailureClassifier(KnowledgeBase.load(), _embedder(settings), None, min_similarity=0.0)
+    clf = FailureClassifier(KnowledgeBase.load(), create_embedder(settings.embedder), None, min_similarity=0.0)
     right = 0
     for lab in labels:
         v = clf._similar(lab["root_cause_line"])
