@@ -63,8 +63,8 @@ def accuracy(data: Path, embedder: str) -> dict:
 def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-untyped-def]
     """Ablation: category of the labelled root line from embedding similarity alone
     (no pattern may decide), a proxy for phrasings the signatures have never seen."""
-    from schedmate.failure import FailureClassifier, KnowledgeBase
     from schedmate.backends.embedder import create_embedder
+    from schedmate.failure import FailureClassifier, KnowledgeBase
 
     clf = FailureClassifier(KnowledgeBase.load(), create_embedder(settings.embedder), None, min_similarity=0.0)
     right = 0
