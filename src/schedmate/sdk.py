@@ -10,6 +10,7 @@ import contextlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
@@ -26,7 +27,11 @@ from schedmate.failure import (
 )
 from schedmate.tracker import FieldMapper, LineClassifier, MetricTracker
 
-__all__ = ["build_tracker", "track_files", "save_tracker_state", "build_failure_handler"]
+if TYPE_CHECKING:
+    from schedmate.advisor import Advisor
+
+__all__ = ["build_tracker", "track_files", "save_tracker_state", "build_failure_handler", "build_advisor",
+           "advisor_store_path"]
 
 
 def _embedder(settings: Settings):  # type: ignore[no-untyped-def]
@@ -103,3 +108,31 @@ def build_failure_handler(
         audit_path = Path(fs.audit_log) if fs.audit_log else Path(settings.cache_dir) / "audit.jsonl"
         planner = RecoveryPlanner(backend or InMemoryClusterBackend(), AuditLog(audit_path), fs)
     return FailureHandler(locator, classifier, planner, fs)
+
+
+def advisor_store_path(settings: Settings, store: str | Path | None = None) -> Path:
+    """The history store file: an explicit path, the configured one, else cache_dir/history.db."""
+    if store:
+        return Path(store)
+    if settings.advisor.store:
+        return Path(settings.advisor.store)
+    return Path(settings.cache_dir) / "history.db"
+
+
+def build_advisor(settings: Settings, store: str | Path | None = None) -> Advisor:
+    """An Advisor over a SQLite history store, the configured embedder (lexical hashing when the
+    embedder is 'none') and, when an LLM is configured, the metadata agent."""
+    from schedmate.advisor import Advisor, SqliteHistoryStore
+    from schedmate.backends.embedder import CachedEmbedder, HashEmbedder
+
+    embedder = _embedder(settings) or HashEmbedder()
+    if not isinstance(embedder, CachedEmbedder):
+        embedder = CachedEmbedder(embedder, settings.embedder.cache_size)
+    history = SqliteHistoryStore(advisor_store_path(settings, store), embedder_name=embedder.name)
+    agent = None
+    llm = _llm(settings) if settings.advisor.use_agent else None
+    if llm is not None:
+        from schedmate.advisor.agent import MetadataAgent
+
+        agent = MetadataAgent(llm, max_steps=settings.advisor.agent_max_steps)
+    return Advisor(history, embedder, settings.advisor, agent=agent)

@@ -49,7 +49,7 @@ def _global(
 
 
 def _register() -> None:
-    from schedmate.cli import demo, diagnose, simulate, track, whatif  # noqa: F401  (commands register themselves)
+    from schedmate.cli import advise, demo, diagnose, simulate, track, whatif  # noqa: F401  (commands register themselves)
 
 
 _register()

@@ -85,8 +85,23 @@ class FailureSettings(_Section):
     dry_run: bool = True
 
 
+class AdvisorSettings(_Section):
+    """Scheduling Advisor: history store, retrieval and the metadata agent."""
+
+    store: str = Field("", description="history store file (default: cache_dir/history.db)")
+    k: int = Field(10, ge=1, le=200, description="neighbours used for a prediction")
+    min_similarity: float = Field(0.8, ge=0, le=1, description="neighbours below this are not similar enough")
+    use_agent: bool = Field(True, description="ask the LLM agent for fields static analysis left empty")
+    agent_max_steps: int = Field(6, ge=1, le=30)
+    agent_fields: list[str] = Field(
+        default_factory=lambda: ["model_name", "dataset", "dataset_size", "epochs", "max_steps",
+                                 "global_batch_size", "micro_batch_size", "seq_len", "image_size"],
+        description="fields worth an agent run when static analysis leaves them empty")
+
+
 class Settings(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    advisor: AdvisorSettings = Field(default_factory=AdvisorSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     tracker: TrackerSettings = Field(default_factory=TrackerSettings)
     failure: FailureSettings = Field(default_factory=FailureSettings)

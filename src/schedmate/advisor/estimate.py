@@ -1,0 +1,274 @@
+"""Duration prediction with an interval from similar past jobs, and the cold-start fallbacks.
+
+Order (the answer says which one answered):
+1. `knn` / `knn-scaled`: neighbours above a similarity threshold; each neighbour's duration
+   is scaled by the ratio of work (samples x per-sample cost / GPUs) between the new job and
+   it. Among a few candidate scalings (proportional, affine with a fixed start-up cost, and
+   GPU-scaling exponents 0 / 0.5 / 1) the one with the smallest leave-one-out error on the
+   neighbours themselves is used; that error also sets the interval's width.
+2. `metadata`: work units / a throughput calibrated on the whole history (median ratio).
+3. `user-history`: the same user's past jobs (same GPU count and similar name first).
+4. `prior`: the median of all stored durations.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.advisor.store import JobRecord, Neighbor
+
+__all__ = ["Prediction", "DurationEstimator", "work_units", "Z90"]
+
+Z90 = 1.2815515655446004  # standard normal quantile of 0.9
+_SIGMA_FLOOR = 0.12  # run-to-run noise of identical jobs, in log space
+_DEFAULT_PRIOR_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    p10_s: float | None
+    p50_s: float | None
+    p90_s: float | None
+    method: str
+    neighbors: tuple[Neighbor, ...] = ()
+    detail: str = ""
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+
+def _samples(m: WorkloadMetadata) -> float | None:
+    if m.max_samples:
+        return float(m.max_samples)
+    if m.max_steps and m.global_batch_size:
+        return float(m.max_steps * m.global_batch_size)
+    if m.epochs and m.dataset_size:
+        return float(m.epochs * m.dataset_size)
+    return None
+
+
+def _factors(m: WorkloadMetadata, size: Mapping[str, float]) -> dict[str, float]:
+    """Multiplicative work factors that are known for this job."""
+    f: dict[str, float] = {}
+    s = _samples(m)
+    if s:
+        f["samples"] = s
+    else:
+        if m.max_steps:
+            f["steps"] = float(m.max_steps)
+        if m.epochs:
+            f["epochs"] = float(m.epochs)
+        if m.dataset_size:
+            f["dataset"] = float(m.dataset_size)
+        if m.global_batch_size and m.max_steps:
+            f["batch"] = float(m.global_batch_size)
+    if m.param_count:
+        f["params"] = float(m.param_count)
+    elif size.get("width"):
+        f["width2"] = float(size["width"]) ** 2 * float(size.get("depth", 1.0))
+    if m.seq_len:
+        f["seq"] = float(m.seq_len)
+    if m.image_size:
+        f["pixels"] = float(m.image_size) ** 2
+    return f
+
+
+def work_units(m: WorkloadMetadata, size: Mapping[str, float]) -> float | None:
+    """Samples x per-sample cost, when both the amount of data and the model size are known."""
+    f = _factors(m, size)
+    samples = f.get("samples")
+    cost = f.get("params") or f.get("width2")
+    if not samples or not cost:
+        return None
+    return samples * cost * f.get("seq", 1.0) * (f.get("pixels", 1.0) / 1024.0)
+
+
+def _ratio(q: dict[str, float], n: dict[str, float]) -> float:
+    r = 1.0
+    for k, v in q.items():
+        if k in n and n[k] > 0 and v > 0:
+            r *= v / n[k]
+    return r
+
+
+def _gpus(m: WorkloadMetadata | None, rec: JobRecord | None = None) -> float:
+    g = (m.n_gpus if m is not None else None) or (rec.n_gpus if rec is not None else None) or 1
+    return float(max(1, g))
+
+
+def _wquantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    pairs = sorted(zip(values, weights, strict=True))
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return pairs[-1][0]
+
+
+@dataclass
+class _Model:
+    name: str
+    alpha: float  # GPU scaling exponent
+    affine: bool
+
+
+_MODELS = [_Model(f"{'affine' if a else 'prop'}-g{alpha}", alpha, a) for a in (False, True) for alpha in (0.0, 0.5, 1.0)]
+
+
+class DurationEstimator:
+    """Turns neighbours (or their absence) into p10/p50/p90 and the name of the method used."""
+
+    def __init__(self, *, min_similarity: float = 0.8, k: int = 10, calibration: Mapping[str, float] | None = None) -> None:
+        self.min_similarity = min_similarity
+        self.k = k
+        self.calibration = dict(calibration or {})
+
+    # -- knn -------------------------------------------------------------------------------
+    def _predict_one(self, model: _Model, qf: dict[str, float], qg: float, train: list[tuple[dict[str, float], float, float, float]]
+                     ) -> float | None:
+        """Median-of-neighbours prediction; train rows are (factors, gpus, duration, weight)."""
+        if not train:
+            return None
+        if model.affine:
+            # d = c + b * w, fitted on the neighbours: Theil-Sen slope, median intercept
+            xs = [_ratio(f, qf) * (qg / g) ** model.alpha for f, g, _, _ in train]  # effective work w_i / w_q
+            ys = [d for _, _, d, _ in train]
+            slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(len(xs)) for j in range(i + 1, len(xs))
+                      if abs(xs[j] - xs[i]) > 1e-6 * max(abs(xs[i]), 1e-12)]
+            if len(slopes) < 1:
+                return None
+            b = max(0.0, statistics.median(slopes))
+            c = max(0.0, statistics.median(y - b * x for x, y in zip(xs, ys, strict=True)))
+            return c + b * 1.0
+        preds = [d * _ratio(qf, f) * (g / qg) ** model.alpha for f, g, d, _ in train]
+        return _wquantile(preds, [w for *_, w in train], 0.5)
+
+    def _knn(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor]) -> Prediction | None:
+        close = [n for n in neighbors if n.similarity >= self.min_similarity and n.record.duration_s
+                 and n.record.duration_s > 0 and n.record.metadata is not None][: self.k]
+        if not close:
+            return None
+        qf = _factors(meta, size)
+        qg = _gpus(meta)
+        rows = [(_factors(n.record.metadata, n.record.size), _gpus(n.record.metadata, n.record),  # type: ignore[arg-type]
+                 float(n.record.duration_s), max(1e-3, n.similarity) ** 4) for n in close]  # type: ignore[arg-type]
+        scalable = any(_ratio(qf, f) != 1.0 or g != qg for f, g, _, _ in rows)
+        # leave-one-out error of each candidate model on the neighbours themselves
+        best: tuple[float, _Model, list[float]] | None = None
+        if len(rows) >= 3:
+            for model in _MODELS:
+                errs: list[float] = []
+                for i, (f, g, d, _w) in enumerate(rows):
+                    pred = self._predict_one(model, f, g, rows[:i] + rows[i + 1:])
+                    if pred is None or pred <= 0:
+                        errs = []
+                        break
+                    errs.append(math.log(d / pred))
+                if not errs:
+                    continue
+                score = statistics.fmean(e * e for e in errs)
+                if best is None or score < best[0] - 1e-12:
+                    best = (score, model, errs)
+        model = best[1] if best else _MODELS[2]  # proportional with linear GPU scaling by default
+        p50 = self._predict_one(model, qf, qg, rows)
+        if p50 is None or p50 <= 0:
+            model = _MODELS[2]
+            p50 = self._predict_one(model, qf, qg, rows)
+        if p50 is None or p50 <= 0:
+            return None
+        if best is not None:
+            errs = best[2]
+            spread = math.sqrt(statistics.fmean(e * e for e in errs))
+        else:
+            # one or two neighbours: spread of their own durations, widened for the unknown
+            logs = [math.log(d) for _, _, d, _ in rows]
+            spread = (statistics.pstdev(logs) if len(logs) > 1 else 0.0) + 0.25
+        top_sim = close[0].similarity
+        sigma = math.sqrt(spread**2 + _SIGMA_FLOOR**2) * (1.0 + 2.0 * max(0.0, 0.98 - top_sim))
+        method = "knn-scaled" if scalable else "knn"
+        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), method, tuple(close),
+                          detail=f"{len(close)} neighbours, model {model.name}, log-sigma {sigma:.2f}")
+
+    # -- fallbacks -------------------------------------------------------------------------
+    def _metadata(self, meta: WorkloadMetadata, size: Mapping[str, float]) -> Prediction | None:
+        w = work_units(meta, size)
+        rate = self.calibration.get("rate")
+        if not w or not rate:
+            return None
+        p50 = self.calibration.get("overhead_s", 0.0) + w / (rate * _gpus(meta) ** 0.5)
+        sigma = max(0.3, self.calibration.get("sigma", 1.0))
+        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), "metadata",
+                          detail=f"work {w:.3g} units at a calibrated {rate:.3g} units/s")
+
+    @staticmethod
+    def _user(meta: WorkloadMetadata | None, user: str | None, name: str | None, n_gpus: int | None,
+              past: Sequence[JobRecord]) -> Prediction | None:
+        done = [r for r in past if r.duration_s and r.duration_s > 0]
+        if not user or not done:
+            return None
+        pool = [r for r in done if n_gpus is None or r.n_gpus == n_gpus] or done
+        if name:
+            named = [r for r in pool if r.name and difflib.SequenceMatcher(None, r.name, name).ratio() >= 0.8]
+            pool = named or pool
+        logs = sorted(math.log(r.duration_s) for r in pool)  # type: ignore[arg-type]
+        mid = statistics.median(logs)
+        sigma = max(0.5, statistics.pstdev(logs) if len(logs) > 1 else 1.0)
+        p50 = math.exp(mid)
+        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), "user-history",
+                          detail=f"{len(pool)} past jobs of user {user}")
+
+    @staticmethod
+    def _prior(durations: Sequence[float]) -> Prediction:
+        ds = [d for d in durations if d > 0]
+        if not ds:
+            p50 = _DEFAULT_PRIOR_S
+            return Prediction(p50 / 10, p50, p50 * 10, "prior", detail="empty history: a fixed guess")
+        logs = [math.log(d) for d in ds]
+        p50 = math.exp(statistics.median(logs))
+        q = statistics.quantiles(logs, n=10) if len(logs) >= 2 else [logs[0] - 1, logs[0] + 1]
+        return Prediction(math.exp(q[0]), p50, math.exp(q[-1]), "prior", detail=f"median of {len(ds)} past jobs")
+
+    def predict(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor], *,
+                user: str | None = None, name: str | None = None, user_jobs: Sequence[JobRecord] = (),
+                durations: Sequence[float] = ()) -> Prediction:
+        for attempt in (
+            lambda: self._knn(meta, size, neighbors),
+            lambda: self._metadata(meta, size),
+            lambda: self._user(meta, user, name, meta.n_gpus, user_jobs),
+        ):
+            p = attempt()
+            if p is not None:
+                return p if p.neighbors else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]),
+                                                        p.detail)
+        p = self._prior(durations)
+        return Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
+
+
+def calibrate(records: Sequence[JobRecord]) -> dict[str, float]:
+    """Throughput (work units / s) and its log-spread over past jobs whose work is computable.
+
+    Fits d = overhead + w / rate robustly: overhead = a low quantile of durations of the
+    smallest jobs is not identifiable in general, so the median ratio is used (overhead 0)
+    unless the history shows many tiny jobs with nearly constant duration.
+    """
+    pairs = []
+    for r in records:
+        if r.metadata is None or not r.duration_s or r.duration_s <= 0:
+            continue
+        w = work_units(r.metadata, r.size)
+        if w:
+            pairs.append((w / _gpus(r.metadata, r) ** 0.5, r.duration_s))
+    if len(pairs) < 3:
+        return {}
+    durs = sorted(d for _, d in pairs)
+    overhead = durs[max(0, len(durs) // 20)] * 0.5  # half the 5th-percentile duration: start-up cost
+    rates = [w / max(d - overhead, 1e-3) for w, d in pairs]
+    rate = statistics.median(rates)
+    errs = [math.log(d / (overhead + w / rate)) for w, d in pairs]
+    sigma = math.sqrt(statistics.fmean(e * e for e in errs))
+    return {"rate": rate, "overhead_s": overhead, "sigma": sigma, "n": float(len(pairs))}

@@ -1,0 +1,548 @@
+"""Static metadata extraction: launch command + configs + Python AST -> WorkloadMetadata.
+
+Values are looked up in layers, highest first: the script's command-line arguments, config
+files (Hydra composition, --config files, nanoGPT-style override files, DeepSpeed/HF JSON),
+launcher environment, keyword arguments of the calls that set the work, then defaults in
+code (argparse, click, dataclasses) and module constants. Every value keeps its source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from schedmate.advisor.configs import Flat, compose_hydra, literal, load_config
+from schedmate.advisor.launch import Launch, inside, parse_launch
+from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.advisor.pyscan import CodeFacts, Ref, scan_source
+from schedmate.advisor.vocab import (
+    FIELD_KEYS,
+    FRAMEWORK_IMPORTS,
+    dataset_size,
+    field_for_key,
+    model_facts,
+    normalize_optimizer,
+    normalize_precision,
+    size_key,
+)
+
+__all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_digest"]
+
+_CONFIG_EXT = re.compile(r"\.(ya?ml|json|toml)$", re.I)
+_TEXT_EXT = {".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg", ".ini", ".env", ".txt", ".bash", ""}
+_SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "wandb", "outputs", "logs", "data",
+              "checkpoints", ".mypy_cache", ".pytest_cache", "lightning_logs", "runs"}
+_MAX_LOCAL_MODULES = 12
+_INT_FIELDS = {"dataset_size", "global_batch_size", "micro_batch_size", "grad_accum_steps", "max_steps",
+               "max_samples", "seq_len", "image_size", "n_gpus", "n_nodes", "zero_stage", "tensor_parallel",
+               "pipeline_parallel"}
+_FLOAT_FIELDS = {"epochs", "learning_rate"}
+_STR_FIELDS = {"model_name", "dataset", "optimizer", "precision"}
+_WORK_CALLS = re.compile(r"(TrainingArguments|Seq2SeqTrainingArguments|Trainer|\bfit|DataLoader|Config|"
+                         r"train|SFTConfig|Accelerator|initialize|compile|Strategy|Dataset)$")
+
+# settings that only attention models have
+_ATTENTION_KEYS = {"n_embd", "d_model", "n_head", "num_heads", "num_attention_heads", "nhead", "n_ctx",
+                   "block_size", "num_hidden_layers", "max_position_embeddings"}
+
+# priority of each layer (lower wins)
+_CLI, _CONFIG, _ENV, _KWARG, _DEFAULT, _CONST = range(6)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Metadata, where each value came from, size knobs, and what could not be read."""
+
+    metadata: WorkloadMetadata
+    sources: Mapping[str, str] = field(default_factory=dict)
+    size: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def guess_entrypoint(root: Path) -> str | None:
+    """The training script of a job directory when no command names it."""
+    try:
+        names = sorted(p.name for p in root.iterdir() if p.is_file())
+    except OSError:
+        return None
+    for cand in ("train.py", "main.py", "run.py", "pretrain.py", "finetune.py", "run_train.py", "trainer.py"):
+        if cand in names:
+            return cand
+    pys = [n for n in names if n.endswith(".py") and "train" in n.lower()]
+    if pys:
+        return pys[0]
+    pys = [n for n in names if n.endswith(".py") and not n.startswith(("setup", "test_", "conftest"))]
+    return pys[0] if len(pys) == 1 else None
+
+
+def directory_digest(root: Path, *, max_files: int = 2000, max_bytes: int = 1_000_000) -> str:
+    """A content hash of the directory's text files (code and configs), for caching."""
+    h = hashlib.blake2b(digest_size=16)
+    base = root.resolve()
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for fn in sorted(filenames):
+            p = Path(dirpath, fn)
+            if p.suffix.lower() not in _TEXT_EXT and not fn.startswith(".env"):
+                continue
+            try:
+                if p.is_symlink() or not p.is_file() or p.stat().st_size > max_bytes:
+                    continue
+                data = p.read_bytes()
+            except OSError:
+                continue
+            h.update(str(p.relative_to(base)).encode() + b"\0" + hashlib.blake2b(data, digest_size=16).digest())
+            count += 1
+            if count >= max_files:
+                return h.hexdigest()
+    return h.hexdigest()
+
+
+def _cli_args(tokens: Sequence[str]) -> tuple[Flat, list[str], list[str]]:
+    """Script arguments -> ({key: value}, positional, hydra-style overrides)."""
+    out: Flat = {}
+    positional: list[str] = []
+    overrides: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("--") and len(tok) > 2:
+            body = tok[2:]
+            if "=" in body:
+                k, v = body.split("=", 1)
+                out[k.replace("-", "_")] = literal(v)
+                i += 1
+                continue
+            vals: list[str] = []
+            j = i + 1
+            while j < len(tokens) and not tokens[j].startswith("--") and not re.match(r"^-[A-Za-z]", tokens[j]) \
+                    and "=" not in tokens[j]:
+                vals.append(tokens[j])
+                j += 1
+                if len(vals) == 1 and not _CONFIG_EXT.search(vals[0]):
+                    break
+            out[body.replace("-", "_")] = literal(vals[0]) if len(vals) == 1 else (vals or True)
+            i = j
+        elif re.match(r"^-[A-Za-z]$", tok):
+            if i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                out[tok[1:]] = literal(tokens[i + 1])
+                i += 2
+            else:
+                out[tok[1:]] = True
+                i += 1
+        elif "=" in tok and re.match(r"^[+~]?[A-Za-z_][\w.]*=", tok):
+            overrides.append(tok)
+            k, v = tok.split("=", 1)
+            out[k.lstrip("+~")] = literal(v)
+            i += 1
+        else:
+            positional.append(tok)
+            i += 1
+    return out, positional, overrides
+
+
+def _coerce(fieldname: str, value: Any) -> Any:
+    """A raw value as the field's type, or None when it cannot be one."""
+    if value is None or isinstance(value, (Ref, dict)):
+        return None
+    if isinstance(value, (list, tuple)):
+        if fieldname in ("image_size",) and value and all(isinstance(v, int) for v in value):
+            return int(max(value))
+        return None
+    if fieldname in _INT_FIELDS:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str):
+            value = literal(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return value if isinstance(value, int) and value >= (0 if fieldname in ("zero_stage", "max_steps", "dataset_size", "max_samples") else 1) else None
+    if fieldname in _FLOAT_FIELDS:
+        if isinstance(value, str):
+            value = literal(value)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    if fieldname in _STR_FIELDS:
+        if isinstance(value, bool) or value == "":
+            return None
+        s = str(value).strip()
+        return s if 0 < len(s) <= 200 and "\n" not in s else None
+    return value
+
+
+@dataclass
+class _Candidate:
+    priority: int
+    rank: int
+    value: Any
+    source: str
+
+
+class _Namespace:
+    """Layered key/value lookup with provenance."""
+
+    def __init__(self) -> None:
+        self.layers: list[tuple[int, Flat, str]] = []  # (priority, flat, source label)
+
+    def add(self, priority: int, flat: Mapping[str, Any], source: str) -> None:
+        if flat:
+            self.layers.append((priority, dict(flat), source))
+
+    def resolve(self, ref: Ref, aliases: Mapping[str, str]) -> tuple[Any, int, str] | None:
+        key = ref.key
+        leaf = key.rsplit(".", 1)[-1]
+        names = [key, leaf, aliases.get(leaf, leaf)]
+        for prio, flat, src in sorted(self.layers, key=lambda t: t[0]):
+            for n in names:
+                for k in (n, n.upper(), n.lower()):
+                    if k in flat:
+                        return flat[k], prio, f"{src} ({k})"
+            for k, v in flat.items():  # dotted key ending with the leaf (cfg.train.lr -> train.lr)
+                if k.endswith("." + leaf) and key.endswith(k.rsplit(".", 2)[-1]):
+                    return v, prio, f"{src} ({k})"
+        return None
+
+    def candidates(self, fieldname: str, strict_from: int) -> Iterable[_Candidate]:
+        keys = FIELD_KEYS.get(fieldname, ())
+        for prio, flat, src in self.layers:
+            for k, v in flat.items():
+                f = field_for_key(k, strict=prio >= strict_from)
+                if f != fieldname:
+                    continue
+                leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
+                rank = keys.index(leaf) if leaf in keys else len(keys)
+                # a key nested under an unrelated section (e.g. `eval.batch_size`) ranks lower
+                if re.search(r"(^|\.)(eval|val|valid|validation|test|predict|inference)[._]", k.lower()):
+                    rank += 100
+                yield _Candidate(prio, rank, v, f"{src}: {k}")
+
+
+_PRECISION_FLAGS = {"bf16": "bf16", "fp16": "fp16", "half": "fp16", "amp": "mixed", "use_amp": "mixed",
+                    "mixed_precision": "mixed", "use_fp16": "fp16", "use_bf16": "bf16"}
+
+
+def _precision_flag(ns: _Namespace, sources: dict[str, str]) -> str | None:
+    """Boolean switches such as HF `bf16: true` or DeepSpeed `fp16.enabled: true`."""
+    for _prio, flat, src in sorted(ns.layers, key=lambda t: t[0]):
+        for k, v in flat.items():
+            if v is not True:
+                continue
+            parts = k.lower().split(".")
+            name = parts[-2] if parts[-1] == "enabled" and len(parts) > 1 else parts[-1]
+            prec = _PRECISION_FLAGS.get(name)
+            if prec:
+                sources["precision"] = f"{src}: {k}"
+                return prec
+    return None
+
+
+class StaticExtractor:
+    """Reads a job directory without running it; fast (milliseconds) and side-effect free."""
+
+    def __init__(self) -> None:
+        self._scan_cache: dict[tuple[str, str], CodeFacts] = {}
+
+    # -- code -------------------------------------------------------------------------------
+    def _scan(self, root: Path, entry: str | None, notes: list[str]) -> tuple[CodeFacts, list[str]]:
+        facts = CodeFacts()
+        scanned: list[str] = []
+        if entry is None:
+            return facts, scanned
+        queue = [entry]
+        while queue and len(scanned) < _MAX_LOCAL_MODULES:
+            rel = queue.pop(0)
+            path = inside(root, rel)
+            if path is None or rel in scanned:
+                continue
+            scanned.append(rel)
+            before = len(facts.local_modules)
+            try:
+                text = path.read_bytes().decode("utf-8", "replace") if path.stat().st_size <= 1_000_000 else ""
+            except OSError:
+                text = ""
+            if not text:
+                notes.append(f"{rel}: empty or too large to scan")
+                continue
+            scan_source(text, rel, facts)
+            base = Path(rel).parent
+            for mod in facts.local_modules[before:]:
+                parts = mod.split(".")
+                for cand in (base.joinpath(*parts).with_suffix(".py"), Path(*parts).with_suffix(".py"),
+                             base.joinpath(*parts, "__init__.py")):
+                    if inside(root, cand) is not None and str(cand) not in scanned:
+                        queue.append(str(cand))
+                        break
+        notes.extend(facts.errors)
+        return facts, scanned
+
+    # -- main -------------------------------------------------------------------------------
+    def extract(
+        self,
+        code_dir: str | Path,
+        *,
+        command: str | None = None,
+        config_files: Sequence[str] = (),
+        n_gpus: int | None = None,
+        n_nodes: int | None = None,
+        gpu_model: str | None = None,
+    ) -> Extraction:
+        root = Path(code_dir).resolve()
+        notes: list[str] = []
+        sources: dict[str, str] = {}
+        launch = parse_launch(command, root, default_entry=guess_entrypoint(root))
+        notes.extend(launch.notes)
+        facts, _scanned = self._scan(root, launch.entrypoint, notes)
+        entry_dir = Path(launch.entrypoint).parent if launch.entrypoint else Path(".")
+
+        cli, positional, overrides = _cli_args(launch.args)
+        aliases = {k.split(":", 1)[1]: str(v[0]) for k, v in facts.hints.items() if k.startswith("alias:")}
+        cli = {aliases.get(k, k): v for k, v in cli.items()}
+        ns = _Namespace()
+        ns.add(_CLI, cli, "command line")
+
+        # config files: explicit list, files named on the command line, code defaults naming files
+        cfg_paths: list[str] = [str(p) for p in config_files]
+        for v in [*cli.values(), *positional]:
+            for s in (v if isinstance(v, list) else [v]):
+                if isinstance(s, str) and (_CONFIG_EXT.search(s) or s.endswith(".py")) and s != launch.entrypoint:
+                    cfg_paths.append(s)
+        for k, (v, _w) in facts.defaults.items():
+            if isinstance(v, str) and _CONFIG_EXT.search(v) and k not in cli:
+                cfg_paths.append(v)
+        cfg_paths.extend(facts.config_literals)
+        cfg_paths.extend(launch.config_paths)
+        seen: set[Path] = set()
+        for rel in cfg_paths:
+            path = inside(root, rel) or inside(root, entry_dir / rel)
+            if path is None:
+                if rel in config_files:
+                    notes.append(f"config file {rel!r} not found inside the job directory")
+                continue
+            if path in seen:
+                continue
+            seen.add(path)
+            flat, err = load_config(path)
+            label = str(path.relative_to(root))
+            if err:
+                notes.append(f"{label}: {err}")
+            ns.add(_CONFIG, flat, label)
+        if facts.hydra is not None:
+            cp, cn = facts.hydra
+            cn = str(cli.get("config_name") or cli.get("cn") or cn or "config")
+            cdir = root / entry_dir / (str(cli.get("config_path")) if cli.get("config_path") else (cp or "."))
+            flat, used = compose_hydra(cdir, cn, overrides, root)
+            if used:
+                ns.add(_CONFIG, flat, "hydra " + ",".join(str(u.relative_to(root)) for u in used[:4]))
+            else:
+                notes.append(f"hydra config {cn!r} not found under {cdir.relative_to(root) if cdir.is_relative_to(root) else cdir}")
+        env = {k.lower(): literal(v) for k, v in launch.env.items()}
+        ns.add(_ENV, env, "environment")
+        kw_flat: Flat = {}
+        kw_src: dict[str, str] = {}
+        for callee, kw, val, where in facts.call_kwargs:
+            if not _WORK_CALLS.search(callee) and field_for_key(kw, strict=True) not in ("learning_rate", "epochs"):
+                continue
+            if isinstance(val, Ref):
+                r = ns.resolve(val, aliases)
+                if r is None:
+                    d = facts.defaults.get(val.key.rsplit(".", 1)[-1]) or facts.constants.get(val.key)
+                    if d is None:
+                        continue
+                    val = d[0]
+                else:
+                    val = r[0]
+            if val is None:
+                continue
+            kw_flat.setdefault(kw, val)
+            kw_src.setdefault(kw, f"{where} {callee.rsplit('.', 1)[-1]}({kw}=...)")
+        ns.add(_DEFAULT, {k: v for k, (v, _) in facts.defaults.items()}, f"defaults in {launch.entrypoint}")
+        ns.add(_CONST, {k: v for k, (v, _) in facts.constants.items()}, f"constants in {launch.entrypoint}")
+        ns.add(_KWARG, kw_flat, "code")
+
+        values: dict[str, Any] = {}
+        for fieldname in FIELD_KEYS:
+            best: _Candidate | None = None
+            for cand in ns.candidates(fieldname, strict_from=_KWARG):
+                v = _coerce(fieldname, cand.value)
+                if v is None:
+                    continue
+                if best is None or (cand.priority, cand.rank) < (best.priority, best.rank):
+                    best = _Candidate(cand.priority, cand.rank, v, cand.source)
+            if best is not None:
+                values[fieldname] = best.value
+                src = best.source
+                if src.startswith("code: "):
+                    src = kw_src.get(src.split(": ", 1)[1], src)
+                sources[fieldname] = src
+
+        size = self._size_knobs(ns)
+        meta = self._derive(values, sources, size, facts, launch, ns, n_gpus, n_nodes, gpu_model)
+        return Extraction(metadata=meta, sources=sources, size=size, notes=tuple(dict.fromkeys(notes)))
+
+    @staticmethod
+    def _size_knobs(ns: _Namespace) -> dict[str, float]:
+        out: dict[str, tuple[int, float]] = {}
+        for prio, flat, _src in ns.layers:
+            for k, v in flat.items():
+                if k.rsplit(".", 1)[-1].lower() in _ATTENTION_KEYS:
+                    out["attention"] = (0, 1.0)
+                s = size_key(k)
+                if s is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                    continue
+                if prio >= _KWARG and k.rsplit(".", 1)[-1].lower() in ("dim", "hidden", "units", "layers", "blocks",
+                                                                         "channels", "ch", "filters", "heads"):
+                    continue
+                if s not in out or prio < out[s][0]:
+                    out[s] = (prio, float(v))
+        return {k: v for k, (_, v) in out.items()}
+
+    @staticmethod
+    def _derive(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
+                launch: Launch, ns: _Namespace, n_gpus: int | None, n_nodes: int | None,
+                gpu_model: str | None) -> WorkloadMetadata:
+        # framework from imports
+        framework = next((fw for mod, fw in FRAMEWORK_IMPORTS if mod in facts.imports), None)
+        # model name: a setting, else the name passed to a model factory, else the model class
+        model_name = values.get("model_name")
+        if model_name is None and "model_ref" in facts.hints:
+            ref, where = facts.hints["model_ref"]
+            if isinstance(ref, Ref):
+                r = ns.resolve(ref, {})
+                ref = r[0] if r else None
+            if isinstance(ref, str) and ref:
+                model_name = ref
+                sources["model_name"] = where
+        if model_name is None and "model_class" in facts.hints:
+            model_name, sources["model_name"] = facts.hints["model_class"]
+        family = task = None
+        params: float | None = None
+        if model_name:
+            family, task, params = model_facts(str(model_name))
+        if family is None and facts.layers:
+            order = ("transformer", "unet", "gnn", "rnn", "cnn", "mlp")
+            present = [k for k in order if facts.layers.get(k)]
+            if present:
+                family = present[0]
+                sources["model_family"] = "layers used in the code"
+        if family is None and "attention" in size:
+            family = "transformer"
+            sources["model_family"] = "attention settings"
+        if params is None and size.get("width") and size.get("depth"):
+            d, L = size["width"], size["depth"]
+            transformer = family in ("gpt", "llama", "bert", "t5", "vit", "transformer") or "attention" in size
+            params = (12 * L * d * d + size.get("vocab", 0) * d) if transformer else L * d * d
+            sources["param_count"] = "estimated from width/depth settings"
+        elif params is not None:
+            sources["param_count"] = "known model size"
+        dataset = values.get("dataset")
+        if dataset is None and "dataset" in facts.hints:
+            ds, where = facts.hints["dataset"]
+            if isinstance(ds, Ref):
+                r = ns.resolve(ds, {})
+                ds = r[0] if r else None
+            if isinstance(ds, str):
+                dataset = ds
+                sources["dataset"] = where
+        ds_size = values.get("dataset_size")
+        ds_task = None
+        if dataset:
+            known_size, ds_task = dataset_size(str(dataset))
+            if ds_size is None and known_size:
+                ds_size = known_size
+                sources["dataset_size"] = f"known size of {dataset}"
+        if "task" in facts.hints:
+            task, sources["task"] = facts.hints["task"]
+        elif ds_task and (task is None or family in ("cnn", "mlp", "rnn", None)):
+            task = ds_task
+        # precision
+        precision = normalize_precision(values["precision"]) if "precision" in values else None
+        if precision is None and launch.precision:
+            precision = normalize_precision(launch.precision)
+            sources["precision"] = "launcher"
+        if precision is None:
+            precision = _precision_flag(ns, sources)
+        if precision is None and "precision" in facts.hints:
+            precision, sources["precision"] = facts.hints["precision"]
+        optimizer = normalize_optimizer(values["optimizer"]) if "optimizer" in values else None
+        if optimizer is None and "optimizer" in facts.hints:
+            optimizer = normalize_optimizer(facts.hints["optimizer"][0])
+            sources["optimizer"] = facts.hints["optimizer"][1]
+        # resources: the scheduler's word first, then the launcher, then settings in code
+        gpus = n_gpus if n_gpus is not None else launch.n_gpus
+        if n_gpus is not None:
+            sources["n_gpus"] = "scheduler"
+        elif gpus is not None:
+            sources["n_gpus"] = launch.sources.get("n_gpus", "launcher")
+        elif isinstance(values.get("n_gpus"), int):
+            gpus = values["n_gpus"]
+        nodes = n_nodes if n_nodes is not None else (launch.n_nodes or values.get("n_nodes"))
+        # parallelism
+        par: set[str] = set(launch.parallelism) | set(facts.parallelism)
+        for _prio, flat, _src in ns.layers:
+            for k, v in flat.items():
+                leaf = k.rsplit(".", 1)[-1].lower()
+                if leaf == "strategy" and isinstance(v, str):
+                    for p in ("fsdp", "deepspeed", "ddp"):
+                        if p in v.lower():
+                            par.add(p)
+                    m = re.search(r"stage_?(\d)", v)
+                    if m and "zero_stage" not in values:
+                        values["zero_stage"] = int(m.group(1))
+                elif leaf in ("fsdp",) and v not in (None, "", False, [], "no"):
+                    par.add("fsdp")
+                elif leaf in ("deepspeed", "deepspeed_config") and isinstance(v, str) and v:
+                    par.add("deepspeed")
+                elif k.lower().startswith("zero_optimization") and leaf == "stage":
+                    par.add("deepspeed")
+        if values.get("zero_stage") is not None:
+            par.add("deepspeed")
+        if (values.get("tensor_parallel") or 1) > 1:
+            par.add("tensor")
+        if (values.get("pipeline_parallel") or 1) > 1:
+            par.add("pipeline")
+        if not par and gpus == 1:
+            par.add("single")
+        # batch: global = micro x accumulation x data-parallel processes
+        micro = values.get("micro_batch_size")
+        accum = values.get("grad_accum_steps") or 1
+        gbs = values.get("global_batch_size")
+        if gbs is None and micro is not None:
+            dp = gpus if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"}) else 1
+            dp = max(1, dp // ((values.get("tensor_parallel") or 1) * (values.get("pipeline_parallel") or 1)))
+            gbs = micro * accum * dp
+            sources["global_batch_size"] = "micro batch x accumulation x data-parallel processes"
+        order = ("single", "ddp", "fsdp", "deepspeed", "tensor", "pipeline", "horovod", "data")
+        return WorkloadMetadata(
+            framework=framework,
+            task=task,
+            model_name=str(model_name) if model_name else None,
+            model_family=family,
+            param_count=params,
+            dataset=str(dataset) if dataset else None,
+            dataset_size=ds_size,
+            global_batch_size=gbs,
+            micro_batch_size=micro,
+            grad_accum_steps=values.get("grad_accum_steps"),
+            epochs=values.get("epochs"),
+            max_steps=values.get("max_steps"),
+            max_samples=values.get("max_samples"),
+            seq_len=values.get("seq_len"),
+            image_size=values.get("image_size"),
+            precision=precision,
+            optimizer=optimizer,
+            learning_rate=values.get("learning_rate"),
+            parallelism=tuple(p for p in order if p in par),  # type: ignore[misc]
+            zero_stage=values.get("zero_stage"),
+            tensor_parallel=values.get("tensor_parallel"),
+            pipeline_parallel=values.get("pipeline_parallel"),
+            n_gpus=gpus,
+            n_nodes=nodes,
+            gpu_model=gpu_model or launch.gpu_model,
+            launcher=launch.launcher,
+            entrypoint=launch.entrypoint,
+        )

@@ -1,0 +1,157 @@
+"""The history JSONL format: one job per line, validated, with line-numbered errors.
+
+Required: `job_id`, `duration_s` (for history; absent for jobs to advise). Optional:
+`submit_time` (ISO-8601 or epoch seconds), `status`, `n_gpus`, `n_nodes`, `gpu_model`, `user`,
+`name`, `code_dir` (relative paths resolve against the JSONL file's folder), `command`,
+`config_files` (paths relative to `code_dir`). Unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from schedmate.advisor.store import JobRecord
+from schedmate.core.errors import InputError
+
+__all__ = ["JobLine", "LineError", "read_jobs", "parse_time", "MAX_LINE_BYTES"]
+
+MAX_LINE_BYTES = 1_000_000
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds from a number or an ISO-8601 string; None for empty."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a time")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError("not a finite time")
+        return float(value)
+    s = str(value).strip()
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        from datetime import UTC
+
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+class JobLine(BaseModel):
+    """One line of a history or batch file."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    job_id: str = Field(min_length=1, max_length=256)
+    duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    submit_time: float | None = None
+    status: str | None = Field(None, max_length=64)
+    n_gpus: int | None = Field(None, ge=0, le=1_000_000)
+    n_nodes: int | None = Field(None, ge=1, le=100_000)
+    gpu_model: str | None = Field(None, max_length=64)
+    user: str | None = Field(None, max_length=256)
+    name: str | None = Field(None, max_length=1024)
+    code_dir: str | None = Field(None, max_length=4096)
+    command: str | None = Field(None, max_length=100_000)
+    config_files: tuple[str, ...] = ()
+
+    @field_validator("job_id", mode="before")
+    @classmethod
+    def _id_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("submit_time", mode="before")
+    @classmethod
+    def _time(cls, v: Any) -> float | None:
+        return parse_time(v)
+
+    @field_validator("config_files", mode="before")
+    @classmethod
+    def _files(cls, v: Any) -> Any:
+        if v is None:
+            return ()
+        if isinstance(v, str):
+            return (v,)
+        return v
+
+    def record(self, base: Path | None = None) -> JobRecord:
+        code_dir = self.code_dir
+        if code_dir and base is not None and not Path(code_dir).is_absolute():
+            code_dir = str((base / code_dir).resolve())
+        return JobRecord(
+            job_id=self.job_id, duration_s=self.duration_s, submit_time=self.submit_time, status=self.status,
+            n_gpus=self.n_gpus, n_nodes=self.n_nodes, gpu_model=self.gpu_model, user=self.user, name=self.name,
+            code_dir=code_dir, command=self.command, config_files=tuple(self.config_files),
+        )
+
+
+@dataclass(frozen=True)
+class LineError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+def _reason(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "line"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | LineError]:
+    """Records (relative `code_dir` resolved against the file's folder) or line errors, in order."""
+    p = Path(path)
+    try:
+        fh = p.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
+    base = p.resolve().parent
+    with fh:
+        for no, raw in enumerate(fh, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                yield LineError(no, f"line longer than {MAX_LINE_BYTES} bytes")
+                continue
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield LineError(no, f"invalid JSON: {exc.msg} at column {exc.colno}")
+                continue
+            except RecursionError:
+                yield LineError(no, "invalid JSON: nested too deeply")
+                continue
+            if not isinstance(obj, dict):
+                yield LineError(no, "expected a JSON object")
+                continue
+            try:
+                line = JobLine.model_validate(obj)
+            except ValidationError as exc:
+                yield LineError(no, _reason(exc))
+                continue
+            except ValueError as exc:
+                yield LineError(no, str(exc))
+                continue
+            if need_duration and line.duration_s is None:
+                yield LineError(no, "duration_s: required for history")
+                continue
+            yield line.record(base)

@@ -1,0 +1,317 @@
+"""Static facts from Python training code, through `ast` only (code is never imported or run).
+
+Collects what a duration predictor needs: argument defaults (argparse, click, dataclasses
+such as HfArgumentParser's, module constants), keyword arguments of the calls that set the
+work (`TrainingArguments(...)`, Lightning `Trainer(...)`, Keras `fit(...)`, `DataLoader`,
+optimizers, model configs), imports, and hints (model names, datasets, parallelism,
+precision). Values that refer to variables (`args.epochs`, `cfg.train.bs`) are kept as
+references and resolved later against the run's arguments and configs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Ref", "CodeFacts", "scan_python", "scan_source"]
+
+MAX_PY_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value the code reads from a variable: `args.epochs` -> Ref('epochs', 'args.epochs')."""
+
+    key: str
+    expr: str
+
+
+@dataclass
+class CodeFacts:
+    defaults: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    constants: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    call_kwargs: list[tuple[str, str, Any, str]] = field(default_factory=list)  # callee, kw, value|Ref, where
+    imports: set[str] = field(default_factory=set)
+    hints: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    parallelism: dict[str, str] = field(default_factory=dict)
+    hydra: tuple[str | None, str | None] | None = None
+    config_literals: list[str] = field(default_factory=list)
+    layers: Counter[str] = field(default_factory=Counter)
+    local_modules: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(_dotted(node.func) + "()")
+    else:
+        return ""
+    return ".".join(reversed(parts))
+
+
+def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
+    """A literal, a resolved module constant, or a Ref to a variable; None when unknowable."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if isinstance(node, ast.Name):
+        if node.id in constants:
+            return constants[node.id][0]
+        return Ref(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        expr = _dotted(node)
+        if expr.startswith(("torch.", "tf.", "jnp.", "np.")):
+            return expr  # dtypes like torch.bfloat16
+        # args.x / cfg.train.x / self.config.x -> key after the root object
+        parts = expr.split(".")
+        return Ref(".".join(parts[1:]) if len(parts) > 1 else parts[0], expr) if expr else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        base = _dotted(node.value)
+        return Ref(node.slice.value, f"{base}[{node.slice.value!r}]")
+    if isinstance(node, ast.Call) and _dotted(node.func).endswith(("get", "getenv")) and node.args:
+        key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            default = _value(node.args[1], constants) if len(node.args) > 1 else None
+            return Ref(key.value, f"get({key.value!r})") if default is None or isinstance(default, Ref) else (
+                Ref(key.value, f"get({key.value!r}, {default!r})"))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float") and node.args:
+        return _value(node.args[0], constants)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Add)):
+        left, right = _value(node.left, constants), _value(node.right, constants)
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)) and not isinstance(left, bool):
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Add):
+                return left + right
+            return left // right if right else None
+    return None
+
+
+_ARGPARSE_ADD = {"add_argument", "add_option"}
+_LAYER_HINTS = {
+    "Conv2d": "cnn", "Conv1d": "cnn", "Conv3d": "cnn", "Conv2D": "cnn", "Conv1D": "cnn",
+    "LSTM": "rnn", "GRU": "rnn", "RNN": "rnn", "SimpleRNN": "rnn",
+    "TransformerEncoderLayer": "transformer", "TransformerDecoderLayer": "transformer",
+    "MultiheadAttention": "transformer", "MultiHeadAttention": "transformer",
+    "Linear": "mlp", "Dense": "mlp", "Embedding": "embedding",
+    "GCNConv": "gnn", "GATConv": "gnn", "SAGEConv": "gnn", "ConvTranspose2d": "unet",
+}
+_MODEL_FACTORIES = re.compile(
+    r"(from_pretrained|from_config|create_model|models\.\w+|get_model|build_model|load_model|AutoModel\w*)$")
+_TASK_CLASSES = (
+    (r"ForCausalLM|LMHeadModel|CausalLM", "language-modeling"),
+    (r"ForMaskedLM", "language-modeling"),
+    (r"ForSequenceClassification", "text-classification"),
+    (r"ForTokenClassification", "token-classification"),
+    (r"ForQuestionAnswering", "question-answering"),
+    (r"ForSeq2SeqLM|ForConditionalGeneration", "seq2seq"),
+    (r"ForImageClassification", "image-classification"),
+    (r"ForObjectDetection", "detection"),
+    (r"ForSemanticSegmentation|Segmentation", "segmentation"),
+    (r"UNet2DModel|DDPMScheduler|DDIMScheduler", "diffusion"),
+)
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, facts: CodeFacts, fname: str) -> None:
+        self.f = facts
+        self.fname = fname
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.fname}:{getattr(node, 'lineno', 0)}"
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.f.imports.add(a.name.split(".")[0])
+            self.f.local_modules.append(a.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module and node.level == 0:
+            self.f.imports.add(node.module.split(".")[0])
+            self.f.local_modules.append(node.module)
+            if node.module.startswith("torch.nn.parallel") or node.module.startswith("torch.distributed.fsdp"):
+                for a in node.names:
+                    self._parallel_name(a.name, node)
+        elif node.module:
+            self.f.local_modules.append(node.module)
+
+    def _parallel_name(self, name: str, node: ast.AST) -> None:
+        if name in ("DistributedDataParallel", "DDP"):
+            self.f.parallelism.setdefault("ddp", self.where(node))
+        elif name in ("FullyShardedDataParallel", "FSDP", "fully_shard"):
+            self.f.parallelism.setdefault("fsdp", self.where(node))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        is_dc = any(_dotted(d.func if isinstance(d, ast.Call) else d).endswith("dataclass") for d in node.decorator_list)
+        bases = {_dotted(b) for b in node.bases}
+        config_like = is_dc or any(b.endswith(("Config", "Args", "Arguments", "BaseModel", "Settings")) for b in bases) \
+            or node.name.lower().endswith(("config", "args", "arguments", "hparams", "settings"))
+        if config_like:
+            for stmt in node.body:
+                target: ast.expr | None = None
+                value: ast.expr | None = None
+                if isinstance(stmt, ast.AnnAssign):
+                    target, value = stmt.target, stmt.value
+                elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    target, value = stmt.targets[0], stmt.value
+                if not isinstance(target, ast.Name) or value is None:
+                    continue
+                if isinstance(value, ast.Call) and _dotted(value.func).endswith("field"):
+                    kw = {k.arg: k.value for k in value.keywords}
+                    value = kw.get("default")
+                    if value is None:
+                        continue
+                v = _value(value, self.f.constants)
+                if v is not None and not isinstance(v, Ref):
+                    self.f.defaults.setdefault(target.id, (v, self.where(stmt)))
+        if any(b.endswith(("Module", "LightningModule", "Model", "Layer")) for b in bases):
+            self.f.hints.setdefault("model_class", (node.name, self.where(node)))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for d in node.decorator_list:
+            if isinstance(d, ast.Call):
+                name = _dotted(d.func)
+                kw = {k.arg: k.value for k in d.keywords if k.arg}
+                if name.endswith("hydra.main") or name == "main" and ("config_name" in kw or "config_path" in kw):
+                    cp = kw.get("config_path")
+                    cn = kw.get("config_name")
+                    self.f.hydra = (
+                        cp.value if isinstance(cp, ast.Constant) and isinstance(cp.value, str) else None,
+                        cn.value if isinstance(cn, ast.Constant) and isinstance(cn.value, str) else None,
+                    )
+                elif name.endswith(("click.option", "option")) and d.args:
+                    flags = [a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                    longs = [f for f in flags if f.startswith("--")] or flags
+                    if longs and "default" in kw:
+                        v = _value(kw["default"], self.f.constants)
+                        if v is not None and not isinstance(v, Ref):
+                            dest = longs[0].lstrip("-").split("/")[0].replace("-", "_")
+                            self.f.defaults.setdefault(dest, (v, self.where(d)))
+        # typer / fire style: def main(epochs: int = 3, batch_size: int = 32)
+        args = node.args
+        if node.name in ("main", "train", "run", "cli") and args.defaults:
+            for a, dflt in zip(args.args[-len(args.defaults):], args.defaults, strict=False):
+                v = _value(dflt, self.f.constants)
+                if v is not None and not isinstance(v, Ref):
+                    self.f.defaults.setdefault(a.arg, (v, self.where(a)))
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = _dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        if last in _ARGPARSE_ADD:
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest_node = kw.get("dest")
+            dest = dest_node.value if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str) else None
+            if dest is None and flags:
+                longs = [f for f in flags if f.startswith("--")]
+                dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+            if dest:
+                if "default" in kw:
+                    v = _value(kw["default"], self.f.constants)
+                    if v is not None and not isinstance(v, Ref):
+                        self.f.defaults.setdefault(dest, (v, self.where(node)))
+                act = kw.get("action")
+                if isinstance(act, ast.Constant) and act.value in ("store_true", "store_false") and "default" not in kw:
+                    self.f.defaults.setdefault(dest, (act.value == "store_false", self.where(node)))
+                for f in flags:
+                    if f.startswith("-") and f.lstrip("-").replace("-", "_") != dest:
+                        self.f.hints.setdefault(f"alias:{f.lstrip('-').replace('-', '_')}", (dest, self.where(node)))
+        elif last in _LAYER_HINTS:
+            self.f.layers[_LAYER_HINTS[last]] += 1
+        if last in ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard"):
+            self._parallel_name(last, node)
+        if name.endswith("deepspeed.initialize") or last == "DeepSpeedStrategy":
+            self.f.parallelism.setdefault("deepspeed", self.where(node))
+        if last in ("autocast", "GradScaler") or name.endswith("amp.autocast"):
+            self.f.hints.setdefault("precision", ("mixed", self.where(node)))
+            for v in kw.values():
+                val = _value(v, self.f.constants)
+                if isinstance(val, str) and ("bfloat16" in val or "float16" in val):
+                    self.f.hints["precision"] = ("bf16" if "bfloat16" in val else "fp16", self.where(node))
+        if last in ("half",) and not node.args:
+            self.f.hints.setdefault("precision", ("fp16", self.where(node)))
+        # optimizers: torch.optim.AdamW(...), optax.adam(...), keras.optimizers.Adam(...)
+        if re.search(r"(^|\.)(optim|optimizers|optax)\.[A-Za-z]+$", name):
+            self.f.hints.setdefault("optimizer", (last, self.where(node)))
+        # model from a name: from_pretrained("gpt2"), timm.create_model("vit_base"), models.resnet50()
+        if _MODEL_FACTORIES.search(name) or name.startswith(("torchvision.models.", "models.")):
+            arg0 = node.args[0] if node.args else kw.get("model_name") or kw.get("pretrained_model_name_or_path")
+            v = _value(arg0, self.f.constants) if arg0 is not None else None
+            if isinstance(v, (str, Ref)):
+                self.f.hints.setdefault("model_ref", (v, self.where(node)))
+            elif name.startswith(("torchvision.models.", "models.")) and last[:1].islower():
+                self.f.hints.setdefault("model_ref", (last, self.where(node)))
+        for pat, task in _TASK_CLASSES:
+            if re.search(pat, name):
+                self.f.hints.setdefault("task", (task, self.where(node)))
+        if last == "load_dataset" and node.args:
+            parts = [_value(a, self.f.constants) for a in node.args[:2]]
+            names = [p for p in parts if isinstance(p, str)]
+            if names:
+                self.f.hints.setdefault("dataset", ("/".join(names), self.where(node)))
+            elif isinstance(parts[0], Ref):
+                self.f.hints.setdefault("dataset", (parts[0], self.where(node)))
+        if re.search(r"(^|\.)datasets\.[A-Z][A-Za-z0-9]+$", name) or re.search(r"keras\.datasets\.\w+\.load_data$", name):
+            ds = last if last != "load_data" else name.split(".")[-2]
+            self.f.hints.setdefault("dataset", (ds.lower(), self.where(node)))
+        for a in [*node.args[:2], *kw.values()]:  # any call given a config file name reads it
+            if isinstance(a, ast.Constant) and isinstance(a.value, str) and re.search(r"\.(ya?ml|json|toml)$", a.value):
+                self.f.config_literals.append(a.value)
+        for k, v in kw.items():
+            self.f.call_kwargs.append((name, k, _value(v, self.f.constants), self.where(node)))
+        self.generic_visit(node)
+
+
+def scan_source(text: str, fname: str, facts: CodeFacts | None = None) -> CodeFacts:
+    """Scan one Python source; syntax errors are recorded, not raised."""
+    facts = facts or CodeFacts()
+    try:
+        tree = ast.parse(text, filename=fname)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        facts.errors.append(f"{fname}: cannot parse Python: {type(exc).__name__}")
+        return facts
+    for node in tree.body:  # module constants first, so later references resolve
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is None:
+                continue
+            v = _value(node.value, facts.constants)
+            if v is None or isinstance(v, Ref):
+                continue
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    facts.constants.setdefault(t.id, (v, f"{fname}:{node.lineno}"))
+    try:
+        _Visitor(facts, fname).visit(tree)
+    except RecursionError:
+        facts.errors.append(f"{fname}: code nested too deeply")
+    return facts
+
+
+def scan_python(path: Path, rel: str, facts: CodeFacts | None = None) -> CodeFacts:
+    facts = facts or CodeFacts()
+    try:
+        if path.stat().st_size > MAX_PY_BYTES:
+            facts.errors.append(f"{rel}: larger than {MAX_PY_BYTES} bytes, not scanned")
+            return facts
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        facts.errors.append(f"{rel}: {exc.strerror}")
+        return facts
+    return scan_source(text, rel, facts)

@@ -1,0 +1,373 @@
+"""HistoryStore: past jobs with their metadata and embedding, and nearest-neighbour search.
+
+`SqliteHistoryStore` keeps every record (and its embedding) in one SQLite file, the source
+of truth. The vector index (usearch HNSW, cosine) is derived from it and cached next to
+it as `<file>.usearch`; a missing or stale index is rebuilt from SQLite, so losing it loses
+nothing. Small stores are searched exactly. `InMemoryHistoryStore` is the fake for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.core.errors import ConfigError, InputError
+
+__all__ = ["JobRecord", "Neighbor", "HistoryStore", "InMemoryHistoryStore", "SqliteHistoryStore"]
+
+EXACT_BELOW = 20_000  # exact search under this many records: exact and fast enough
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One past (or new) job. `duration_s` is None for a job still to be predicted."""
+
+    job_id: str
+    duration_s: float | None = None
+    submit_time: float | None = None
+    status: str | None = None
+    n_gpus: int | None = None
+    n_nodes: int | None = None
+    gpu_model: str | None = None
+    user: str | None = None
+    name: str | None = None
+    code_dir: str | None = None
+    command: str | None = None
+    config_files: tuple[str, ...] = ()
+    metadata: WorkloadMetadata | None = None
+    size: dict[str, float] = field(default_factory=dict)
+    text: str = ""
+
+    def with_metadata(self, metadata: WorkloadMetadata, size: dict[str, float], text: str) -> JobRecord:
+        return replace(self, metadata=metadata, size=dict(size), text=text)
+
+
+@dataclass(frozen=True)
+class Neighbor:
+    record: JobRecord
+    similarity: float
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """Past jobs plus a vector index over their embeddings."""
+
+    @property
+    def dim(self) -> int | None: ...
+
+    def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int: ...
+
+    def get(self, job_id: str) -> JobRecord | None: ...
+
+    def search(self, vector: np.ndarray, k: int) -> list[Neighbor]: ...
+
+    def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]: ...
+
+    def durations(self, limit: int = 100_000) -> list[float]: ...
+
+    def count(self) -> int: ...
+
+    def records(self) -> Iterator[JobRecord]: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.maximum(n, 1e-12)
+
+
+class InMemoryHistoryStore:
+    """Exact search over a numpy matrix; for unit tests and small what-ifs."""
+
+    def __init__(self) -> None:
+        self._records: list[JobRecord] = []
+        self._ids: dict[str, int] = {}
+        self._vecs: np.ndarray | None = None
+        self._meta: dict[str, str] = {}
+
+    @property
+    def dim(self) -> int | None:
+        return None if self._vecs is None else int(self._vecs.shape[1])
+
+    def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int:
+        vecs = _unit(vectors)
+        if len(records) != len(vecs):
+            raise ValueError("records and vectors differ in length")
+        for rec, vec in zip(records, vecs, strict=True):
+            if rec.job_id in self._ids:
+                i = self._ids[rec.job_id]
+                self._records[i] = rec
+                assert self._vecs is not None
+                self._vecs[i] = vec
+                continue
+            self._ids[rec.job_id] = len(self._records)
+            self._records.append(rec)
+            self._vecs = vec[None, :].copy() if self._vecs is None else np.vstack([self._vecs, vec[None, :]])
+        return len(records)
+
+    def get(self, job_id: str) -> JobRecord | None:
+        i = self._ids.get(job_id)
+        return None if i is None else self._records[i]
+
+    def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
+        if self._vecs is None or k <= 0:
+            return []
+        sims = self._vecs @ _unit(vector).reshape(-1)
+        top = np.argsort(-sims)[:k]
+        return [Neighbor(self._records[i], float(sims[i])) for i in top]
+
+    def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
+        return [r for r in self._records if r.user == user][-limit:]
+
+    def durations(self, limit: int = 100_000) -> list[float]:
+        return [r.duration_s for r in self._records[-limit:] if r.duration_s is not None]
+
+    def count(self) -> int:
+        return len(self._records)
+
+    def records(self) -> Iterator[JobRecord]:
+        return iter(list(self._records))
+
+    def get_meta(self, key: str) -> str | None:
+        return self._meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._meta[key] = value
+
+    def close(self) -> None:
+        pass
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    rowid INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL UNIQUE,
+    duration_s REAL, submit_time REAL, status TEXT, n_gpus INTEGER, n_nodes INTEGER,
+    gpu_model TEXT, user TEXT, name TEXT, code_dir TEXT, command TEXT, config_files TEXT,
+    metadata TEXT, size TEXT, text TEXT, embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_user ON jobs(user);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS extractions (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_COLS = ("job_id", "duration_s", "submit_time", "status", "n_gpus", "n_nodes", "gpu_model", "user", "name",
+         "code_dir", "command", "config_files", "metadata", "size", "text")
+
+
+def _row_to_record(row: Sequence[Any]) -> JobRecord:
+    (job_id, duration_s, submit_time, status, n_gpus, n_nodes, gpu_model, user, name, code_dir, command,
+     config_files, metadata, size, text) = row
+    meta = WorkloadMetadata.model_validate_json(metadata) if metadata else None
+    return JobRecord(
+        job_id=job_id, duration_s=duration_s, submit_time=submit_time, status=status, n_gpus=n_gpus,
+        n_nodes=n_nodes, gpu_model=gpu_model, user=user, name=name, code_dir=code_dir, command=command,
+        config_files=tuple(json.loads(config_files or "[]")), metadata=meta, size=json.loads(size or "{}"),
+        text=text or "",
+    )
+
+
+class SqliteHistoryStore:
+    """One SQLite file of jobs + a derived usearch HNSW index (`<file>.usearch`)."""
+
+    def __init__(self, path: str | Path, *, embedder_name: str | None = None, exact_below: int = EXACT_BELOW) -> None:
+        self.path = Path(path)
+        self.index_path = self.path.with_name(self.path.name + ".usearch")
+        self.exact_below = exact_below
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+            self._db.executescript(_SCHEMA)
+            self._db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{self.path}: not a schedmate history store ({exc})") from None
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot open history store: {exc.strerror}") from None
+        self._lock = threading.RLock()
+        self._index: Any = None
+        self._index_dirty = False
+        self._exact: tuple[np.ndarray, np.ndarray] | None = None  # (rowids, unit vectors)
+        stored = self.get_meta("embedder")
+        if embedder_name and stored and stored != embedder_name:
+            raise ConfigError(
+                f"{self.path}: history was embedded with '{stored}', not '{embedder_name}'; "
+                "use the same embedder or a new store")
+        self._embedder_name = embedder_name
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def dim(self) -> int | None:
+        v = self.get_meta("dim")
+        return int(v) if v else None
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                             (key, value))
+
+    def get_extraction(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM extractions WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_extraction(self, key: str, value: str) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO extractions(key, value) VALUES(?, ?)", (key, value))
+
+    # -- writes -----------------------------------------------------------------------------
+    def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int:
+        """Insert or replace records (by job_id) in one transaction."""
+        if not records:
+            return 0
+        vecs = _unit(vectors)
+        if vecs.ndim != 2 or len(vecs) != len(records):
+            raise ValueError("records and vectors differ in length")
+        dim = self.dim
+        if dim is not None and vecs.shape[1] != dim:
+            raise ConfigError(f"{self.path}: store holds {dim}-dim embeddings, got {vecs.shape[1]}")
+        rows = []
+        for r, v in zip(records, vecs, strict=True):
+            rows.append((
+                r.job_id, r.duration_s, r.submit_time, r.status, r.n_gpus, r.n_nodes, r.gpu_model, r.user, r.name,
+                r.code_dir, r.command, json.dumps(list(r.config_files)),
+                r.metadata.model_dump_json() if r.metadata else None, json.dumps(r.size), r.text,
+                v.astype(np.float32).tobytes(),
+            ))
+        with self._lock, self._db:
+            if dim is None:
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('dim', ?)", (str(vecs.shape[1]),))
+                if self._embedder_name:
+                    self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('embedder', ?)",
+                                     (self._embedder_name,))
+            placeholders = ",".join("?" * (len(_COLS) + 1))
+            self._db.executemany(
+                f"INSERT INTO jobs({','.join(_COLS)}, embedding) VALUES({placeholders}) "
+                "ON CONFLICT(job_id) DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in (*_COLS[1:], "embedding")),
+                rows)
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('version', "
+                             "CAST(COALESCE((SELECT value FROM meta WHERE key='version'), 0) + 1 AS TEXT))")
+        self._index = None
+        self._exact = None
+        return len(rows)
+
+    # -- reads ------------------------------------------------------------------------------
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
+
+    def get(self, job_id: str) -> JobRecord | None:
+        row = self._db.execute(f"SELECT {','.join(_COLS)} FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        return None if row is None else _row_to_record(row)
+
+    def _get_rows(self, rowids: Sequence[int]) -> dict[int, JobRecord]:
+        out: dict[int, JobRecord] = {}
+        ids = [int(r) for r in rowids]
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            q = f"SELECT rowid, {','.join(_COLS)} FROM jobs WHERE rowid IN ({','.join('?' * len(chunk))})"
+            for row in self._db.execute(q, chunk):
+                out[int(row[0])] = _row_to_record(row[1:])
+        return out
+
+    def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
+        q = f"SELECT {','.join(_COLS)} FROM jobs WHERE user=? ORDER BY rowid DESC LIMIT ?"
+        return [_row_to_record(r) for r in self._db.execute(q, (user, limit))][::-1]
+
+    def durations(self, limit: int = 100_000) -> list[float]:
+        q = "SELECT duration_s FROM jobs WHERE duration_s IS NOT NULL ORDER BY rowid DESC LIMIT ?"
+        return [float(r[0]) for r in self._db.execute(q, (limit,))]
+
+    def records(self) -> Iterator[JobRecord]:
+        for row in self._db.execute(f"SELECT {','.join(_COLS)} FROM jobs ORDER BY rowid"):
+            yield _row_to_record(row)
+
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        dim = self.dim or 0
+        n = self.count()
+        keys = np.empty(n, dtype=np.uint64)
+        vecs = np.empty((n, dim), dtype=np.float32)
+        i = 0
+        for rowid, blob in self._db.execute("SELECT rowid, embedding FROM jobs ORDER BY rowid"):
+            if i >= n:
+                break
+            keys[i] = rowid
+            vecs[i] = np.frombuffer(blob, dtype=np.float32, count=dim)
+            i += 1
+        return keys[:i], vecs[:i]
+
+    def _ensure_index(self) -> Any:
+        """The usearch index, loaded from its cache file when current, else rebuilt and saved."""
+        if self._index is not None:
+            return self._index
+        from usearch.index import Index
+
+        version = self.get_meta("version") or "0"
+        dim = self.dim
+        if dim is None:
+            return None
+        stamp = self.index_path.with_name(self.index_path.name + ".version")
+        if self.index_path.exists() and stamp.exists() and stamp.read_text().strip() == version:
+            try:
+                index = Index.restore(str(self.index_path), view=False)
+                if index is not None and len(index) == self.count():
+                    self._index = index
+                    return index
+            except (RuntimeError, ValueError, OSError):
+                pass  # a damaged cache: rebuild it
+        keys, vecs = self._vectors()
+        index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=128, expansion_search=64)
+        if len(keys):
+            index.add(keys, vecs, log=False)
+        try:
+            index.save(str(self.index_path))
+            stamp.write_text(version)
+        except (OSError, RuntimeError):
+            pass  # a read-only location: the index lives in memory only
+        self._index = index
+        return index
+
+    def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
+        """The k nearest jobs by cosine similarity (exact for small stores, HNSW otherwise)."""
+        n = self.count()
+        if n == 0 or k <= 0:
+            return []
+        q = _unit(vector).reshape(-1)
+        with self._lock:
+            if n < self.exact_below:
+                if self._exact is None:
+                    self._exact = self._vectors()
+                keys, vecs = self._exact
+                sims = vecs @ q
+                top = np.argsort(-sims)[:k]
+                pairs = [(int(keys[i]), float(sims[i])) for i in top]
+            else:
+                index = self._ensure_index()
+                matches = index.search(q, min(k, n))
+                pairs = [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances, strict=True)]
+        recs = self._get_rows([p[0] for p in pairs])
+        return [Neighbor(recs[key], sim) for key, sim in pairs if key in recs and math.isfinite(sim)]
+
+    def build_index(self) -> None:
+        """Build (or load) the HNSW index now rather than at the first large search."""
+        with self._lock:
+            self._ensure_index()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
