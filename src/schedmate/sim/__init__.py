@@ -3,12 +3,16 @@
 from schedmate.sim.cluster import default_cluster, parse_cluster
 from schedmate.sim.engine import JobState, SimResult, Simulator
 from schedmate.sim.estimators import make_estimator
+from schedmate.sim.failures import FailureModel
+from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.metrics import Metrics, summarize_sim
 from schedmate.sim.policies import POLICIES, make_policy
 from schedmate.sim.trace import DEFAULT_CLUSTERS, TRACE_FORMATS, TraceJob, load_trace, synthetic_trace
 
 __all__ = [
     "DEFAULT_CLUSTERS",
+    "FailureModel",
+    "InterferenceModel",
     "JobState",
     "Metrics",
     "POLICIES",

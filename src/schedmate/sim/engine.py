@@ -1,28 +1,47 @@
 """Discrete-event cluster simulator: the engine owns the loop and the state.
 
-Events are arrivals and finishes (a preemption cancels a finish by bumping the job's
-version). At each event only the affected virtual cluster runs a scheduling round:
-pending jobs wait in per-GPU-count heaps keyed by the policy (so a round looks at one head
-per size class, not at the whole queue), the policy's order decides, and the engine
-places, starts and preempts. Capacity is counted in GPUs per virtual cluster (node-level
-placement is a next step, see docs/sim.md).
+Events are arrivals, finishes, infrastructure failures and packing checks; anything that
+changes a running job (preemption, a new or departed packing partner, a failure) bumps the
+job's version, so its old events are ignored. At each event only the affected virtual
+cluster runs a scheduling round: pending jobs wait in per-GPU-count heaps keyed by the
+policy (so a round looks at one head per size class, not at the whole queue), the policy's
+order decides, and the engine places, starts, preempts and packs. Capacity is counted in
+GPUs per virtual cluster (node-level placement is a next step, see docs/sim.md).
+
+Mechanisms a policy opts into (attributes; absent means off, so classic policies run the
+original loop unchanged):
+- `packing`: a head that cannot start may share the GPUs of a running job of the same size
+  (at most two jobs per GPU) if `policy.can_pack(job, host, slowdowns)` agrees; both then
+  progress at 1/slowdown, drawn from the interference model, until one of them leaves.
+- `cancel_slowdown`: `detect_s` after packing, the tracker's measured slowdown of the pair
+  is compared with it; above it, the later job leaves (to free GPUs, else to the queue)
+  and is never packed again.
+- `failure_aware`: how failures are requeued when a `FailureModel` is given (failures.py).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import Estimator, OracleEstimator
+from schedmate.sim.failures import FailureModel
+from schedmate.sim.interference import DEFAULT_CLASS, InterferenceModel
 from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.trace import TraceJob
 
-__all__ = ["JobState", "Simulator", "SimResult"]
+__all__ = ["JobState", "Simulator", "SimResult", "PACK_MAX_GPUS"]
 
-_ARRIVE, _FINISH = 1, 0  # at equal times, finishes free GPUs before arrivals are placed
+# at equal times, finishes free GPUs before arrivals are placed
+_FINISH, _ARRIVE, _FAIL, _CHECK = 0, 1, 2, 3
+PACK_MAX_GPUS = 8  # as Lucid: multi-node jobs are never packed
+_HEAD = -math.inf  # key prefix of a job requeued at the head of the queue
+
+Event = tuple[float, int, int, int, int]  # time, kind, tie-break, job, version
 
 
 @dataclass(slots=True)
@@ -36,17 +55,26 @@ class JobState:
     user: str
     estimate: float = 0.0
     noise: float = 0.0
-    remaining: float = 0.0
-    run_start: float = -1.0  # start of the current run, -1 when not running
+    remaining: float = 0.0  # seconds of work left at full speed
+    run_start: float = -1.0  # start of the current run segment (same rate), -1 when not running
     first_start: float = -1.0
     end: float = -1.0
     preemptions: int = 0
     version: int = 0
+    queued_at: float = 0.0  # when it last joined the queue (FIFO order; a resubmission goes to the tail)
+    rate: float = 1.0  # progress per second: 1 / slowdown while packed
+    partner: int = -1  # the job sharing its GPUs, -1 when alone
+    share: int = DEFAULT_CLASS  # interference class: 0 share freely, 1 with care, 2 do not share
+    no_pack: bool = False  # the tracker saw it slowed down while packed
+    app_fail: bool = False  # its run ends in an application failure
+    failed: bool = False  # it ended in a failure
+    failures: int = 0
+    retries: int = 0
 
     def elapsed(self, now: float) -> float:
-        """Service received so far (seconds of running)."""
+        """Service received so far (seconds of work at full speed)."""
         ran = self.duration - self.remaining
-        return ran + (now - self.run_start if self.run_start >= 0 else 0.0)
+        return ran + ((now - self.run_start) * self.rate if self.run_start >= 0 else 0.0)
 
 
 @dataclass
@@ -56,6 +84,7 @@ class _VC:
     buckets: dict[int, list[tuple[tuple[float, ...], int, int]]] = field(default_factory=dict)
     running: set[int] = field(default_factory=set)
     n_pending: int = 0
+    solo: dict[tuple[int, int], dict[int, None]] = field(default_factory=dict)  # (gpus, class) -> packable jobs
 
 
 @dataclass
@@ -66,6 +95,11 @@ class SimResult:
     unschedulable: int
     timeline: list[tuple[float, int, int]]  # (time, busy GPUs, queue length) samples
     vc_capacity: dict[str, int] = field(default_factory=dict)
+    packs: int = 0
+    unpacks: int = 0
+    infra_failures: int = 0
+    app_failures: int = 0
+    lost_gpu_s: float = 0.0  # work redone after failures, runs of retried application failures
 
     @property
     def capacity(self) -> int:
@@ -79,14 +113,26 @@ class SimResult:
 class Simulator:
     def __init__(self, jobs: Sequence[TraceJob], cluster: dict[str, int], policy: SchedulingPolicy,
                  estimator: Estimator | None = None, *, seed: int = 0, timeline_every: int = 0,
-                 start_at: float | None = None, running: Sequence[tuple[TraceJob, float]] = ()) -> None:
+                 start_at: float | None = None, running: Sequence[tuple[TraceJob, float]] = (),
+                 interference: InterferenceModel | None = None, failures: FailureModel | None = None,
+                 check: bool = False) -> None:
         """`start_at` and `running` start the simulation from a snapshot: the `running`
         jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
-        max(submit, start_at) (what-if and queue-wait prediction)."""
+        max(submit, start_at) (what-if and queue-wait prediction). `check` verifies the
+        allocation invariants after every round (tests)."""
         if not jobs:
             raise InputError("no jobs to simulate")
         self.policy = policy
         self.estimator = estimator or OracleEstimator()
+        self.packing = bool(getattr(policy, "packing", False))
+        self.cancel: float | None = getattr(policy, "cancel_slowdown", None) if self.packing else None
+        self.detect_s = float(getattr(policy, "detect_s", 120.0))
+        self.aware = bool(getattr(policy, "failure_aware", False))
+        self.interference = interference or (InterferenceModel.shipped() if self.packing else None)
+        self.failures = failures
+        self.check = check
+        self._rng = random.Random(seed + 1)  # packing draws and failures, apart from the jobs' noise
+        self._infra_rate = failures.infra_per_gpu_h / 3600.0 if failures else 0.0
         rng = random.Random(seed)
         self.vcs: dict[str, _VC] = {}
         default = cluster.get("*")
@@ -102,10 +148,19 @@ class Simulator:
                     raise InputError(f"job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
                 self.vcs[vc] = _VC(default, default)
             st = JobState(i, j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
-                          remaining=j.duration_s, noise=rng.gauss(0.0, 1.0))
+                          remaining=j.duration_s, noise=rng.gauss(0.0, 1.0), queued_at=j.submit_s)
+            if j.share >= 0:
+                st.share = j.share
             self.jobs.append(st)
+        if failures is not None:
+            from_trace = failures.use_trace_status and any(j.failed for j in jobs)
+            for st, j in zip(self.jobs, jobs, strict=True):
+                st.app_fail = j.failed if from_trace else self._rng.random() < failures.app_prob
         self.timeline_every = timeline_every
         self._seq = 0
+        self._busy = 0
+        self.packs = self.unpacks = self.infra_failures = self.app_failures = 0
+        self.lost_gpu_s = 0.0
         self.start_at = start_at
         self.initial: list[int] = []  # jobs of the snapshot that already run
         for j, remaining in running:
@@ -113,13 +168,13 @@ class Simulator:
             if vc not in self.vcs:
                 raise InputError(f"running job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
             st = JobState(len(self.jobs), j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
-                          remaining=max(remaining, 0.0), noise=rng.gauss(0.0, 1.0))
+                          remaining=max(remaining, 0.0), noise=rng.gauss(0.0, 1.0), queued_at=j.submit_s)
             self.jobs.append(st)
             self.initial.append(st.idx)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
-        events: list[tuple[float, int, int, int, int]] = []  # time, kind, seq, job, version
+        events: list[Event] = []
         t0 = self.start_at
         initial = set(self.initial)
         for st in self.jobs:
@@ -132,14 +187,10 @@ class Simulator:
         heapq.heapify(events)
         busy_gpu_s = 0.0
         last_t = t0 if t0 is not None else (self.jobs[0].submit if self.jobs else 0.0)
-        busy = 0
         for i in self.initial:  # snapshot: these already hold their GPUs
             st = self.jobs[i]
-            vc = self.vcs[st.vc]
-            vc.n_pending += 1  # _start counts it out of the queue
             st.estimate = st.remaining
-            self._start(vc, st, last_t, events)
-            busy += st.gpus
+            self._start(self.vcs[st.vc], st, last_t, events)
         timeline: list[tuple[float, int, int]] = []
         done = 0
         n_events = 0
@@ -147,58 +198,206 @@ class Simulator:
         while events:
             t, kind, _, idx, version = heapq.heappop(events)
             st = self.jobs[idx]
-            if kind == _FINISH and version != st.version:
-                continue  # cancelled by a preemption
-            busy_gpu_s += busy * (t - last_t)
+            if kind != _ARRIVE and version != st.version:
+                continue  # cancelled by a preemption, a partner change or a failure
+            busy_gpu_s += self._busy * (t - last_t)
             last_t = t
             vc = self.vcs[st.vc]
             if kind == _ARRIVE:
                 st.estimate = max(self.estimator.estimate(st), 1.0)
                 self._push(vc, st, t)
-            else:
-                st.remaining = 0.0
-                st.end = t
-                st.run_start = -1.0
-                vc.running.discard(idx)
-                vc.free += st.gpus
-                busy -= st.gpus
-                self.estimator.observe(st)
-                done += 1
-                if progress is not None and done % 1000 == 0:
-                    progress(1000)
-            busy += self._round(vc, t, events, policy)
+            elif kind == _FINISH:
+                if st.app_fail and self._app_failure(vc, st, t, events):
+                    pass  # resubmitted
+                else:
+                    if st.end >= 0:  # an engine bug: every job finishes exactly once
+                        raise RuntimeError(f"engine invariant broken: {st.job_id} finished twice")
+                    st.remaining = 0.0
+                    st.end = t
+                    self._release(vc, st, t, events)
+                    self.estimator.observe(st)
+                    done += 1
+                    if progress is not None and done % 1000 == 0:
+                        progress(1000)
+            elif kind == _FAIL:
+                self._infra_failure(vc, st, t, events)
+            elif not self._check_pair(vc, st, t, events):
+                continue  # the pair stays: nothing changed
+            self._round(vc, t, events, policy)
+            if self.check:
+                self._check_invariants(vc)
             n_events += 1
             if self.timeline_every and n_events % self.timeline_every == 0:
-                timeline.append((t, busy, sum(v.n_pending for v in self.vcs.values())))
+                timeline.append((t, self._busy, sum(v.n_pending for v in self.vcs.values())))
         return SimResult(policy.name, self.jobs, busy_gpu_s, self.unschedulable, timeline,
-                         {k: v.capacity for k, v in self.vcs.items()})
+                         {k: v.capacity for k, v in self.vcs.items()}, self.packs, self.unpacks,
+                         self.infra_failures, self.app_failures, self.lost_gpu_s)
 
-    def _push(self, vc: _VC, st: JobState, now: float) -> None:
+    # -- job transitions ----------------------------------------------------------------------
+    def _push(self, vc: _VC, st: JobState, now: float, *, head: bool = False) -> None:
         self._seq += 1
-        heapq.heappush(vc.buckets.setdefault(st.gpus, []), (self.policy.key(st, now), self._seq, st.idx))
+        key = (_HEAD, now) if head else self.policy.key(st, now)
+        heapq.heappush(vc.buckets.setdefault(st.gpus, []), (key, self._seq, st.idx))
         vc.n_pending += 1
 
-    def _start(self, vc: _VC, st: JobState, now: float, events: list[tuple[float, int, int, int, int]]) -> None:
-        vc.free -= st.gpus
-        if vc.free < 0:  # an engine bug, not bad input: never hand out GPUs twice
-            raise RuntimeError(f"engine invariant broken: {st.job_id} over-allocates {st.vc}")
-        vc.running.add(st.idx)
+    def _pop(self, vc: _VC, gpus: int) -> JobState:
         vc.n_pending -= 1
+        return self.jobs[heapq.heappop(vc.buckets[gpus])[2]]
+
+    def _schedule(self, st: JobState, now: float, events: list[Event]) -> None:
+        """(Re)schedule the end of the current run segment and, with failures on, a failure."""
+        st.version += 1
+        end = now + st.remaining / st.rate
+        heapq.heappush(events, (end, _FINISH, st.idx, st.idx, st.version))
+        if self._infra_rate:
+            fail = now + self._rng.expovariate(self._infra_rate * st.gpus)
+            if fail < end:
+                heapq.heappush(events, (fail, _FAIL, st.idx, st.idx, st.version))
+
+    def _settle(self, st: JobState, now: float) -> None:
+        st.remaining = max(st.remaining - (now - st.run_start) * st.rate, 0.0)
+        st.run_start = now
+
+    def _start(self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1) -> None:
+        if host < 0:
+            vc.free -= st.gpus
+            if vc.free < 0:  # an engine bug, not bad input: never hand out GPUs twice
+                raise RuntimeError(f"engine invariant broken: {st.job_id} over-allocates {st.vc}")
+            self._busy += st.gpus
+        vc.running.add(st.idx)
         st.run_start = now
         if st.first_start < 0:
             st.first_start = now
-        st.version += 1
-        heapq.heappush(events, (now + st.remaining, _FINISH, st.idx, st.idx, st.version))
+        if host >= 0:
+            self._pair(vc, st, self.jobs[host], now, events)
+            return
+        st.rate = 1.0
+        if self.packing and st.gpus <= PACK_MAX_GPUS:
+            vc.solo.setdefault((st.gpus, st.share), {})[st.idx] = None
+        self._schedule(st, now, events)
 
-    def _preempt(self, vc: _VC, st: JobState, now: float) -> None:
-        st.remaining = max(st.remaining - (now - st.run_start), 0.0)
-        st.run_start = -1.0
-        st.version += 1  # its finish event is now stale
-        st.preemptions += 1
+    def _release(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+        """`st` stops running; a packing partner keeps the GPUs and returns to full speed."""
         vc.running.discard(st.idx)
+        st.run_start = -1.0
+        st.version += 1  # its pending events are now stale
+        p = st.partner
+        if p >= 0:
+            st.partner = -1
+            q = self.jobs[p]
+            q.partner = -1
+            self._settle(q, now)
+            q.rate = 1.0
+            vc.solo.setdefault((q.gpus, q.share), {})[q.idx] = None
+            self._schedule(q, now, events)
+            return
         vc.free += st.gpus
+        self._busy -= st.gpus
+        if self.packing:
+            vc.solo.get((st.gpus, st.share), {}).pop(st.idx, None)
+
+    def _preempt(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+        self._settle(st, now)
+        st.preemptions += 1
+        self._release(vc, st, now, events)
         self._push(vc, st, now)
 
+    # -- packing --------------------------------------------------------------------------------
+    def _pair(self, vc: _VC, guest: JobState, host: JobState, now: float, events: list[Event]) -> None:
+        assert self.interference is not None
+        self._settle(host, now)
+        vc.solo[(host.gpus, host.share)].pop(host.idx, None)
+        guest.rate = 1.0 / self.interference.sample(guest.share, host.share, self._rng)
+        host.rate = 1.0 / self.interference.sample(host.share, guest.share, self._rng)
+        guest.partner, host.partner = host.idx, guest.idx
+        self._schedule(host, now, events)
+        self._schedule(guest, now, events)
+        self.packs += 1
+        if self.cancel is not None:
+            heapq.heappush(events, (now + self.detect_s, _CHECK, guest.idx, guest.idx, guest.version))
+
+    def _host_for(self, vc: _VC, st: JobState) -> int:
+        """A running job `st` may share GPUs with, as the policy allows (-1: none)."""
+        assert self.interference is not None
+        can_pack = self.policy.can_pack  # type: ignore[attr-defined]
+        for c in range(len(self.interference.mean)):  # least interfering classes first
+            cands = vc.solo.get((st.gpus, c))
+            if not cands:
+                continue
+            slow = (self.interference.expected(st.share, c), self.interference.expected(c, st.share))
+            for n, h in enumerate(cands):
+                if can_pack(st, self.jobs[h], slow):
+                    return h
+                if n >= 8:  # bounded search: the oldest few candidates of this class
+                    break
+        return -1
+
+    def _pack_some(self, vc: _VC, now: float, events: list[Event]) -> bool:
+        """Pack the best pending head (one per size class, in key order) that has a host."""
+        for _, _, i in sorted(h[0] for h in vc.buckets.values() if h):
+            st = self.jobs[i]
+            if st.gpus > PACK_MAX_GPUS or st.no_pack:
+                continue
+            host = self._host_for(vc, st)
+            if host >= 0:
+                self._pop(vc, st.gpus)
+                self._start(vc, st, now, events, host=host)
+                return True
+        return False
+
+    def _check_pair(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> bool:
+        """The tracker's verdict `detect_s` after packing: un-pack a pair slowed beyond the
+        threshold (True when it did)."""
+        if st.partner < 0 or self.cancel is None:
+            return False
+        host = self.jobs[st.partner]
+        if max(1.0 / st.rate, 1.0 / host.rate) <= self.cancel:
+            return False
+        self.unpacks += 1
+        st.no_pack = True
+        self._settle(st, now)
+        self._release(vc, st, now, events)
+        if vc.free >= st.gpus:  # migrate to free GPUs
+            self._start(vc, st, now, events)
+        else:
+            st.preemptions += 1
+            self._push(vc, st, now)
+        return True
+
+    # -- failures -------------------------------------------------------------------------------
+    def _infra_failure(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+        assert self.failures is not None
+        self._settle(st, now)
+        done = st.duration - st.remaining
+        kept = (done // self.failures.checkpoint_s) * self.failures.checkpoint_s if self.aware else 0.0
+        self.lost_gpu_s += (done - kept) * st.gpus
+        st.remaining = st.duration - kept
+        st.failures += 1
+        self.infra_failures += 1
+        self._release(vc, st, now, events)
+        if self.aware:
+            self._push(vc, st, now, head=True)
+        else:
+            st.queued_at = now
+            self._push(vc, st, now)
+
+    def _app_failure(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> bool:
+        """The run ended in an application failure; True when the job was resubmitted."""
+        assert self.failures is not None
+        st.failures += 1
+        st.failed = True
+        self.app_failures += 1
+        if self.aware or st.retries >= self.failures.blind_retries:
+            return False
+        st.retries += 1
+        self.lost_gpu_s += st.duration * st.gpus
+        st.remaining = st.duration
+        self._release(vc, st, now, events)
+        st.queued_at = now
+        self._push(vc, st, now)
+        return True
+
+    # -- one scheduling round -------------------------------------------------------------------
     def _best_head(self, vc: _VC, max_gpus: int | None) -> tuple[tuple[float, ...], int, int] | None:
         best = None
         for g, heap in vc.buckets.items():
@@ -206,10 +405,21 @@ class Simulator:
                 best = heap[0]
         return best
 
-    def _round(self, vc: _VC, now: float, events: list[tuple[float, int, int, int, int]],
-               policy: SchedulingPolicy) -> int:
-        """One scheduling round for a virtual cluster; returns the change in busy GPUs."""
-        started = 0
+    def _victims(self, vc: _VC, now: float) -> list[tuple[tuple[float, ...], int]]:
+        """Running jobs, worst (largest key) first; a packed pair is one entry (its partner's key is
+        checked when it is chosen)."""
+        key = self.policy.key
+        if not self.packing:
+            return sorted(((key(self.jobs[i], now), i) for i in vc.running), reverse=True)
+        out = []
+        for i in vc.running:
+            p = self.jobs[i].partner
+            if p < 0 or i < p:
+                out.append((key(self.jobs[i], now), i))
+        return sorted(out, reverse=True)
+
+    def _round(self, vc: _VC, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
+        """One scheduling round for a virtual cluster."""
         victims_pool: list[tuple[tuple[float, ...], int]] | None = None
         while vc.n_pending:
             head = self._best_head(vc, None)
@@ -217,39 +427,53 @@ class Simulator:
                 break
             st = self.jobs[head[2]]
             if st.gpus <= vc.free:
-                heapq.heappop(vc.buckets[st.gpus])
+                self._pop(vc, st.gpus)
                 self._start(vc, st, now, events)
-                started += st.gpus
                 continue
+            if self.packing and self._pack_some(vc, now, events):
+                continue  # sharing GPUs is tried before evicting anyone
             if policy.preemptive:
-                if victims_pool is None:  # running jobs, worst (largest key) first
-                    victims_pool = sorted(((policy.key(self.jobs[i], now), i) for i in vc.running), reverse=True)
+                if victims_pool is None:
+                    victims_pool = self._victims(vc, now)
                 need = st.gpus - vc.free
                 chosen = []
                 for k, i in victims_pool:
                     if need <= 0 or not k > head[0]:
                         break
                     if i in vc.running:
+                        p = self.jobs[i].partner
+                        if p >= 0 and (p in chosen or not policy.key(self.jobs[p], now) > head[0]):
+                            continue  # a pair is evicted whole, only when both jobs are worse
                         chosen.append(i)
                         need -= self.jobs[i].gpus
                 if need <= 0:
                     for i in chosen:
                         v = self.jobs[i]
-                        started -= v.gpus
-                        self._preempt(vc, v, now)
+                        p = v.partner
+                        self._preempt(vc, v, now, events)
+                        if p >= 0:
+                            self._preempt(vc, self.jobs[p], now, events)
                     victims_pool = [(k, i) for k, i in victims_pool if i not in chosen]
-                    heapq.heappop(vc.buckets[st.gpus])
+                    self._pop(vc, st.gpus)
                     self._start(vc, st, now, events)
-                    started += st.gpus
                     continue
             if not policy.backfill or vc.free == 0:
                 break
             small = self._best_head(vc, vc.free)
             if small is None:
                 break
-            sj = self.jobs[small[2]]
-            heapq.heappop(vc.buckets[sj.gpus])
-            self._start(vc, sj, now, events)
-            started += sj.gpus
-        return started
+            self._start(vc, self._pop(vc, self.jobs[small[2]].gpus), now, events)
 
+    def _check_invariants(self, vc: _VC) -> None:
+        used = 0
+        for i in vc.running:
+            st = self.jobs[i]
+            p = st.partner
+            if p >= 0:
+                q = self.jobs[p]
+                if q.partner != i or p not in vc.running or q.gpus != st.gpus:
+                    raise RuntimeError(f"engine invariant broken: bad pair {st.job_id} / {q.job_id}")
+            if p < 0 or i < p:
+                used += st.gpus
+        if used != vc.capacity - vc.free or vc.free < 0:
+            raise RuntimeError(f"engine invariant broken: {used} GPUs in use, {vc.free} free of {vc.capacity}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,10 @@ class Metrics:
     gpu_util: float
     unschedulable: int = 0
     preemptions: int = 0
+    failures: int = 0  # infrastructure + application failures (each retry counts)
+    lost_gpu_h: float = 0.0  # GPU-hours of work redone after failures or spent on doomed retries
+    packs: int = 0  # times a job was packed next to another
+    unpacks: int = 0  # packed pairs split after a measured slowdown
 
     def to_json_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
@@ -47,7 +51,9 @@ def _stats(policy: str, jobs: list, capacity: int, busy_gpu_s: float, unsched: i
 def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     """Overall metrics and a per-virtual-cluster breakdown."""
     done = res.finished()
-    overall = _stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable)
+    overall = replace(_stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable),
+                      failures=res.infra_failures + res.app_failures, lost_gpu_h=res.lost_gpu_s / 3600,
+                      packs=res.packs, unpacks=res.unpacks)
     per_vc: dict[str, Metrics] = {}
     by_vc: dict[str, list] = {}
     for j in done:

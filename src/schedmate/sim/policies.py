@@ -3,6 +3,10 @@
 A policy gives each job a sort key (lower runs first). Keys of *pending* jobs must not
 change while they wait (the engine keeps pending jobs in heaps); keys of running jobs may
 change with time (preemptive policies compare them at every event).
+
+Optional mechanisms of the engine a policy opts into with attributes (see engine.py):
+`packing` with `can_pack(job, host, slowdowns)`, `cancel_slowdown` and `detect_s` (un-pack
+a pair the tracker measures as too slow), and `failure_aware` (requeue by failure kind).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ class FifoPolicy:
     backfill: bool = False
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
-        return (job.submit,)
+        return (job.queued_at,)  # the submit time; a resubmission after a failure joins the tail
 
 
 @dataclass
@@ -91,16 +95,45 @@ class QssfPolicy:
 
 
 @dataclass
+class LucidPolicy:
+    """Lucid (ASPLOS'23), simplified: smallest estimated GPU time first (its history-based
+    estimate), non-preemptive with backfill; a job that cannot start is packed next to a
+    running job of the same GPU count when their sharing classes allow it (sum <= 2: 0 with
+    anything, 1 with 0 or 1, 2 with 0 only) and, time-aware, when its estimated duration is
+    at most twice the host's. No slowdown feedback: a bad pair stays packed."""
+
+    name: str = "lucid"
+    preemptive: bool = False
+    backfill: bool = True
+    packing: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (job.estimate * job.gpus, job.submit)
+
+    def can_pack(self, job: JobState, host: JobState, slowdowns: tuple[float, float]) -> bool:
+        return job.share + host.share <= 2 and job.estimate <= 2 * host.estimate
+
+
+@dataclass
 class SemanticPolicy:
     """schedmate's policy: shortest remaining *GPU* time first, preemptive, where the
     remaining time comes from the Advisor's prediction before the job runs and from the
-    Metric Tracker's ETA once it has run `warmup_s` (progress makes it accurate)."""
+    Metric Tracker's ETA once it has run `warmup_s` (progress makes it accurate).
+
+    Failure-aware (the Failure Analyzer classifies failures). With `packing`, a job that
+    cannot start shares GPUs when the interference table expects both jobs to slow down by
+    at most `cancel_slowdown`, and the pair is un-packed when the tracker measures more
+    (the tracker's default slowdown factor, 1.3) after `detect_s`."""
 
     warmup_s: float = 120.0
     eta_error: float = 0.05
     name: str = "semantic"
     preemptive: bool = True
     backfill: bool = True
+    failure_aware: bool = True
+    packing: bool = False
+    cancel_slowdown: float = 1.3
+    detect_s: float = 120.0
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
         ran = job.elapsed(now)
@@ -110,10 +143,14 @@ class SemanticPolicy:
             remaining = max(job.estimate - ran, 0.0)
         return (remaining * job.gpus, job.submit)
 
+    def can_pack(self, job: JobState, host: JobState, slowdowns: tuple[float, float]) -> bool:
+        return not host.no_pack and max(slowdowns) <= self.cancel_slowdown
+
 
 POLICIES: Registry[SchedulingPolicy] = Registry("policy")
-for _cls in (FifoPolicy, SjfPolicy, SrtfPolicy, TiresiasPolicy, QssfPolicy, SemanticPolicy):
+for _cls in (FifoPolicy, SjfPolicy, SrtfPolicy, TiresiasPolicy, QssfPolicy, SemanticPolicy, LucidPolicy):
     POLICIES.register(_cls().name)(_cls)
+POLICIES.register("semantic-pack")(lambda: SemanticPolicy(name="semantic-pack", packing=True))
 
 
 def make_policy(name: str) -> SchedulingPolicy:
@@ -121,4 +158,3 @@ def make_policy(name: str) -> SchedulingPolicy:
     if not name:
         raise ConfigError("empty policy name")
     return POLICIES.create(name)
-

@@ -5,7 +5,13 @@ raises InputError naming the file and line of a malformed row: nothing is droppe
 silently. Rows a trace marks as never started (zero duration) are kept and counted.
 
 Native format (CSV with a header, or JSONL), one job per row:
-    job_id, submit_s, duration_s, gpus [, vc, user, name]
+    job_id, submit_s, duration_s, gpus [, vc, user, name, share_class, status]
+(`share_class` 0/1/2 as Lucid's sharing labels; `status` `failed` marks a failed job).
+
+Interference classes where a trace says how much of a GPU a job uses (Alibaba 2023's
+`gpu_milli`): at most half a GPU -> 0 (share freely), more than half -> 1, a whole GPU or
+more -> 2 (do not share); CPU-only pods -> 0. Elsewhere unknown (-1): the engine uses the
+default mid class 1.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -33,6 +39,8 @@ class TraceJob:
     vc: str = "default"
     user: str = ""
     name: str = ""
+    share: int = -1  # interference class (0 share freely, 1 with care, 2 do not share); -1: unknown
+    failed: bool = False  # the trace records that the job ended in a failure
 
 
 # documented default cluster per shipped trace: {vc: gpus}; None = read from the trace's config
@@ -95,7 +103,8 @@ def _helios(path: Path) -> Iterator[TraceJob]:
     for no, row in _rows(path):
         yield TraceJob(row.get("job_id", str(no)), _num(path, no, row, "submit_time") / 1e6,
                        _num(path, no, row, "duration_s"), int(_num(path, no, row, "num_chips")),
-                       row.get("tenant", "default") or "default", row.get("user", ""), row.get("class", ""))
+                       row.get("tenant", "default") or "default", row.get("user", ""), row.get("class", ""),
+                       failed=row.get("final_status", "").strip().upper() == "FAILED")
 
 
 def _alibaba(path: Path) -> Iterator[TraceJob]:
@@ -108,7 +117,16 @@ def _alibaba(path: Path) -> Iterator[TraceJob]:
         milli = _num(path, no, row, "gpu_milli", allow_empty=True)
         if gpus == 0 and not math.isnan(milli) and milli > 0:
             gpus = 1
-        yield TraceJob(row.get("name", str(no)), created, max(0.0, deleted - start), gpus, row.get("qos", "default") or "default")
+        yield TraceJob(row.get("name", str(no)), created, max(0.0, deleted - start), gpus, row.get("qos", "default") or "default",
+                       share=_share_from_fraction(gpus, milli), failed=row.get("pod_phase", "").strip() == "Failed")
+
+
+def _share_from_fraction(gpus: int, milli: float) -> int:
+    if gpus == 0:
+        return 0
+    if gpus > 1 or math.isnan(milli) or milli >= 1000:
+        return 2
+    return 0 if milli <= 500 else 1
 
 
 def _rfold(path: Path) -> Iterator[TraceJob]:
@@ -140,8 +158,12 @@ def _native_row(path: Path, no: int, row: dict[str, str]) -> TraceJob:
     gpus = _num(path, no, row, "gpus")
     if gpus != int(gpus) or gpus < 1:
         raise InputError(f"{path}:{no}: 'gpus' must be a positive integer, got {row['gpus']!r}")
+    share = (row.get("share_class") or "").strip()
+    if share not in ("", "0", "1", "2"):
+        raise InputError(f"{path}:{no}: 'share_class' must be 0, 1 or 2, got {share!r}")
     return TraceJob(row.get("job_id") or str(no), _num(path, no, row, "submit_s"), _num(path, no, row, "duration_s"),
-                    int(gpus), row.get("vc") or "default", row.get("user", ""), row.get("name", ""))
+                    int(gpus), row.get("vc") or "default", row.get("user", ""), row.get("name", ""),
+                    share=int(share) if share else -1, failed=(row.get("status") or "").strip().lower() == "failed")
 
 
 TRACE_FORMATS: dict[str, Callable[[Path], Iterator[TraceJob]]] = {
@@ -164,7 +186,7 @@ def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[
     if limit is not None:
         jobs = jobs[:limit]
     t0 = jobs[0].submit_s
-    return [TraceJob(j.job_id, j.submit_s - t0, j.duration_s, j.gpus, j.vc, j.user, j.name) for j in jobs]
+    return [replace(j, submit_s=j.submit_s - t0) for j in jobs]
 
 
 def synthetic_trace(n: int, *, seed: int = 0, vcs: Iterable[str] = ("a", "b"), mean_gap_s: float = 60.0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from schedmate.sim.engine import SimResult, Simulator
 from schedmate.sim.estimators import Estimator, OracleEstimator
@@ -52,7 +52,7 @@ def predict_starts(snap: Snapshot, cluster: dict[str, int], policy: SchedulingPo
     for j in snap.pending:
         probe = JobState(0, j.job_id, j.submit_s, j.duration_s, j.gpus, j.vc, j.user, remaining=j.duration_s)
         est = max(estimator.estimate(probe), 1.0)
-        pend.append(TraceJob(j.job_id, j.submit_s, est, j.gpus, j.vc, j.user, j.name))
+        pend.append(replace(j, duration_s=est))
     running = [(j, r * (1.0 + remaining_error)) for j, r in snap.running]
     # inside a prediction the (estimated) durations are taken as given
     sim = Simulator(pend or [TraceJob("_none", snap.time, 0.0, 1, next(iter(cluster)))], cluster, policy,
