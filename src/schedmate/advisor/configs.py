@@ -144,13 +144,15 @@ def _set_dotted(flat: Flat, key: str, value: Any) -> None:
     flat[key] = value
 
 
-def compose_hydra(config_dir: Path, config_name: str, overrides: list[str], inside: Path) -> tuple[Flat, list[Path]]:
+def compose_hydra(config_dir: Path, config_name: str, overrides: list[str], inside: Path
+                  ) -> tuple[Flat, list[Path], set[str]]:
     """Hydra-style composition: primary config, its `defaults:` list, then `a.b=c` overrides.
 
-    Group choices in overrides (`model=resnet`) pick `<group>/<choice>.yaml`. Files outside
-    `inside` are never read.
+    Group choices in overrides (`model=resnet`) pick `<group>/<choice>.yaml`; they are
+    returned so the caller does not read them as values. Files outside `inside` are never read.
     """
     used: list[Path] = []
+    groups: set[str] = set()
     choice = {o.split("=", 1)[0].lstrip("+~"): o.split("=", 1)[1] for o in overrides if "=" in o}
 
     def safe(p: Path) -> Path | None:
@@ -188,8 +190,8 @@ def compose_hydra(config_dir: Path, config_name: str, overrides: list[str], insi
                     pkg = g.replace("/", ".")
                     for k, v in flatten(sub).items():
                         flat[f"{pkg}.{k}"] = v
-                    flat.setdefault(pkg, option)
                     flat[f"{pkg}._name"] = option
+                    groups.add(g)
         elif isinstance(entry, str) and entry != "_self_":
             sub = load(entry)
             if isinstance(sub, Mapping):
@@ -201,6 +203,7 @@ def compose_hydra(config_dir: Path, config_name: str, overrides: list[str], insi
         k, v = o.split("=", 1)
         k = k.lstrip("+~")
         if "." not in k and isinstance(load(f"{k}/{v}"), Mapping):
+            groups.add(k)
             continue  # a group choice, already applied through the defaults list
         _set_dotted(flat, k, literal(v))
-    return flat, used
+    return flat, used, groups

@@ -215,7 +215,7 @@ class _Namespace:
                 if f != fieldname:
                     continue
                 leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
-                rank = keys.index(leaf) if leaf in keys else len(keys)
+                rank = keys.index(leaf) if leaf in keys else len(keys) + (50 if leaf in ("_name", "_target_") else 0)
                 # a key nested under an unrelated section (e.g. `eval.batch_size`) ranks lower
                 if re.search(r"(^|\.)(eval|val|valid|validation|test|predict|inference)[._]", k.lower()):
                     rank += 100
@@ -303,6 +303,16 @@ class StaticExtractor:
         aliases = {k.split(":", 1)[1]: str(v[0]) for k, v in facts.hints.items() if k.startswith("alias:")}
         cli = {aliases.get(k, k): v for k, v in cli.items()}
         ns = _Namespace()
+        if facts.hydra is not None:
+            cp, cn = facts.hydra
+            cn = str(cli.get("config_name") or cli.get("cn") or cn or "config")
+            cdir = root / entry_dir / (str(cli.get("config_path")) if cli.get("config_path") else (cp or "."))
+            hflat, used, groups = compose_hydra(cdir, cn, overrides, root)
+            cli = {k: v for k, v in cli.items() if k not in groups}
+            if used:
+                ns.add(_CONFIG, hflat, "hydra " + ",".join(str(u.relative_to(root)) for u in used[:4]))
+            else:
+                notes.append(f"hydra config {cn!r} not found")
         ns.add(_CLI, cli, "command line")
 
         # config files: explicit list, files named on the command line, code defaults naming files
@@ -331,15 +341,6 @@ class StaticExtractor:
             if err:
                 notes.append(f"{label}: {err}")
             ns.add(_CONFIG, flat, label)
-        if facts.hydra is not None:
-            cp, cn = facts.hydra
-            cn = str(cli.get("config_name") or cli.get("cn") or cn or "config")
-            cdir = root / entry_dir / (str(cli.get("config_path")) if cli.get("config_path") else (cp or "."))
-            flat, used = compose_hydra(cdir, cn, overrides, root)
-            if used:
-                ns.add(_CONFIG, flat, "hydra " + ",".join(str(u.relative_to(root)) for u in used[:4]))
-            else:
-                notes.append(f"hydra config {cn!r} not found under {cdir.relative_to(root) if cdir.is_relative_to(root) else cdir}")
         env = {k.lower(): literal(v) for k, v in launch.env.items()}
         ns.add(_ENV, env, "environment")
         kw_flat: Flat = {}
@@ -495,9 +496,8 @@ class StaticExtractor:
                         values["zero_stage"] = int(m.group(1))
                 elif leaf in ("fsdp",) and v not in (None, "", False, [], "no"):
                     par.add("fsdp")
-                elif leaf in ("deepspeed", "deepspeed_config") and isinstance(v, str) and v:
-                    par.add("deepspeed")
-                elif k.lower().startswith("zero_optimization") and leaf == "stage":
+                elif (leaf in ("deepspeed", "deepspeed_config") and isinstance(v, str) and v) or (
+                        k.lower().startswith("zero_optimization") and leaf == "stage"):
                     par.add("deepspeed")
         if values.get("zero_stage") is not None:
             par.add("deepspeed")

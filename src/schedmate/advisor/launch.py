@@ -90,7 +90,7 @@ def _expand(text: str, env: dict[str, str], positional: list[str]) -> str:
         return val
 
     pattern = r"\$\{([A-Za-z_0-9]+)(?::?[-=]([^}]*))?\}|\$\{([A-Za-z_0-9]+)(\})|\$([A-Za-z_][A-Za-z_0-9]*|\d)"
-    return re.sub(pattern, sub, text)
+    return re.sub(pattern, sub, re.sub(r"\$[@*#?!]", "", text))
 
 
 def _split_segments(command: str) -> list[str]:
@@ -325,9 +325,11 @@ class _Parser:
         local_env = dict(env)
         found = False
         for seg in _split_segments(text):
-            m = re.match(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$", seg)
+            seg = re.sub(r"^(?:then|else|do|elif)\s+", "", seg)
+            m = re.match(r"""^(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)?)?([A-Za-z_][A-Za-z0-9_]*)="""
+                         r"""("[^"]*"|'[^']*'|\S*)\s*$""", seg)
             if m:
-                local_env[m.group(1)] = _expand(m.group(2), local_env, positional).strip("'\"")
+                local_env[m.group(1)] = _expand(m.group(2).strip("'\""), local_env, positional)
                 continue
             toks = [_expand(t, local_env, positional) for t in _tokens(seg)]
             toks = [t for t in toks if t != ""]

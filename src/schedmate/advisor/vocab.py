@@ -86,9 +86,17 @@ def _leaf(key: str) -> str:
     return key.rsplit(".", 1)[-1].strip().lstrip("-").lower().replace("-", "_")
 
 
+_NAMED_PARENTS = {"model": "model_name", "net": "model_name", "network": "model_name", "arch": "model_name",
+                  "backbone": "model_name", "dataset": "dataset", "data": "dataset", "optimizer": "optimizer",
+                  "optim": "optimizer", "opt": "optimizer"}
+
+
 def field_for_key(key: str, *, strict: bool = False) -> str | None:
     """The metadata field a config/argument key sets, or None. `strict` skips generic names."""
     leaf = _leaf(key)
+    if leaf in ("name", "_name", "type", "_target_", "class_path", "id") and "." in key:
+        parent = _leaf(key.rsplit(".", 1)[0])
+        return _NAMED_PARENTS.get(parent)
     if strict and leaf in _WEAK:
         return None
     if leaf == "stage" and "zero" not in key.lower():
