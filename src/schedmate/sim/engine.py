@@ -131,7 +131,7 @@ class Simulator:
         self.interference = interference or (InterferenceModel.shipped() if self.packing else None)
         self.failures = failures
         self.check = check
-        self._rng = random.Random(seed + 1)  # packing draws and failures, apart from the jobs' noise
+        self._rng = random.Random(seed + 1 + (failures.seed if failures else 0))  # packing draws and failures, apart from the jobs' noise
         self._infra_rate = failures.infra_per_gpu_h / 3600.0 if failures else 0.0
         rng = random.Random(seed)
         self.vcs: dict[str, _VC] = {}
@@ -184,6 +184,12 @@ class Simulator:
                 self.unschedulable += 1  # counted and reported, never silently dropped
                 continue
             events.append((st.submit if t0 is None else max(st.submit, t0), _ARRIVE, st.idx, st.idx, 0))
+        if self.failures is not None and self.failures.scripted:
+            by_id = {st.job_id: st.idx for st in self.jobs}
+            for jid, at in self.failures.scripted:
+                if jid not in by_id:
+                    raise InputError(f"scripted failure: no job '{jid}'")
+                events.append((at, _FAIL, by_id[jid], by_id[jid], -1))
         heapq.heapify(events)
         busy_gpu_s = 0.0
         last_t = t0 if t0 is not None else (self.jobs[0].submit if self.jobs else 0.0)
@@ -198,8 +204,8 @@ class Simulator:
         while events:
             t, kind, _, idx, version = heapq.heappop(events)
             st = self.jobs[idx]
-            if kind != _ARRIVE and version != st.version:
-                continue  # cancelled by a preemption, a partner change or a failure
+            if kind != _ARRIVE and version != st.version and not (version < 0 and st.run_start >= 0):
+                continue  # cancelled by a preemption, a partner change or a failure (scripted: not running)
             busy_gpu_s += self._busy * (t - last_t)
             last_t = t
             vc = self.vcs[st.vc]

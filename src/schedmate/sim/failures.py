@@ -37,6 +37,8 @@ class FailureModel:
     blind_retries: int = 1
     use_trace_status: bool = True
     seed: int = 0
+    # scripted infrastructure failures (job_id, time): the job fails then if it is running (tests, replays)
+    scripted: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def parse(cls, spec: str) -> FailureModel:
