@@ -164,6 +164,9 @@ class Advisor:
 
     @staticmethod
     def text_of(meta: WorkloadMetadata, rec: JobRecord) -> str:
+        """What is embedded: the workload; for a job without code, who ran what name on how many GPUs."""
+        if set(meta.known()) <= {"n_gpus", "n_nodes", "gpu_model", "parallelism"}:
+            return f"user {rec.user or '?'}; gpus {rec.n_gpus if rec.n_gpus is not None else '?'}; job {rec.name or '?'}"
         return render_metadata(meta, name=rec.name)
 
     # -- history ---------------------------------------------------------------------------

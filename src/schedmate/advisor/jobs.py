@@ -155,3 +155,76 @@ def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | 
                 yield LineError(no, "duration_s: required for history")
                 continue
             yield line.record(base)
+
+
+def _tres_gpus(tres: Any) -> int | None:
+    items = tres.get("allocated") or tres.get("requested") or [] if isinstance(tres, dict) else []
+    for t in items if isinstance(items, list) else []:
+        if isinstance(t, dict) and t.get("type") == "gres" and str(t.get("name", "")).startswith("gpu"):
+            try:
+                return int(t.get("count", 0))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _num_of(v: Any) -> float | None:
+    """sacct numbers are plain or wrapped as {"set": true, "number": N}."""
+    if isinstance(v, dict):
+        return float(v["number"]) if v.get("set", True) and isinstance(v.get("number"), (int, float)) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
+    """Jobs from `sacct --json` (Slurm 21-24 layouts): finished jobs with their elapsed time.
+
+    `working_directory` becomes `code_dir` and `submit_line` the command, so the job's code is
+    read like any other history job's. Errors name the job's position in the `jobs` list.
+    """
+    p = Path(path)
+    try:
+        if p.stat().st_size > 2_000_000_000:
+            raise InputError(f"{p}: larger than 2 GB; split the sacct export")
+        data = json.loads(p.read_bytes().decode("utf-8", errors="replace"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except (OSError, json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{p}: not sacct --json output ({type(exc).__name__})") from None
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, list):
+        raise InputError(f"{p}: no 'jobs' list (expected `sacct --json` output)")
+    for i, job in enumerate(jobs, start=1):
+        if not isinstance(job, dict) or "job_id" not in job:
+            yield LineError(i, "job entry without job_id")
+            continue
+        t = job.get("time") if isinstance(job.get("time"), dict) else {}
+        elapsed = _num_of(t.get("elapsed"))
+        if elapsed is None and _num_of(t.get("end")) and _num_of(t.get("start")):
+            elapsed = _num_of(t["end"]) - _num_of(t["start"])  # type: ignore[operator]
+        state = job.get("state")
+        status = (state.get("current") if isinstance(state, dict) else state) or None
+        if isinstance(status, list):
+            status = status[0] if status else None
+        if not elapsed or elapsed <= 0:
+            yield LineError(i, f"job {job['job_id']}: no elapsed time (still running or never started)")
+            continue
+        nodes = _num_of(job.get("allocation_nodes"))
+        yield JobRecord(
+            job_id=str(job["job_id"]), duration_s=float(elapsed), submit_time=_num_of(t.get("submission")),
+            status=str(status).lower() if status else None, n_gpus=_tres_gpus(job.get("tres")),
+            n_nodes=int(nodes) if nodes else None, user=job.get("user") if isinstance(job.get("user"), str) else None,
+            name=job.get("name") if isinstance(job.get("name"), str) else None,
+            code_dir=job.get("working_directory") or None, command=job.get("submit_line") or None,
+        )
+
+
+def read_trace_jobs(path: str | Path, fmt: str) -> Iterator[JobRecord | LineError]:
+    """History from a simulator trace (philly, helios, alibaba, rfold, native): no code, just
+    user, name, GPUs and duration. Malformed rows stop the import with file:line."""
+    from schedmate.sim.trace import load_trace
+
+    for j in load_trace(path, fmt):
+        if j.duration_s <= 0:
+            continue
+        yield JobRecord(job_id=j.job_id, duration_s=j.duration_s, submit_time=j.submit_s, n_gpus=j.gpus,
+                        user=j.user or None, name=j.name or None, status="failed" if getattr(j, "failed", False) else None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from schedmate.advisor import Advice, JobRecord, LineError, read_jobs
+from schedmate.advisor.jobs import read_sacct_json, read_trace_jobs
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.errors import InputError
@@ -49,13 +51,27 @@ def history_import(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="JSONL, one past job per line (job_id, duration_s, code_dir, ...).")],
     store: StoreOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl, sacct (sacct --json output), or a trace format: "
+                                     "philly, helios, alibaba, rfold, native.")] = "jsonl",
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,
 ) -> None:
     """Import past jobs: extract metadata from their code, embed it, store it."""
     settings = settings_of(ctx)
+    items: Iterable[JobRecord | LineError]
+    if fmt == "jsonl":
+        total = _count_lines(file)
+        items = read_jobs(file, need_duration=True)
+    elif fmt == "sacct":
+        items = list(read_sacct_json(file))
+        total = len(items)
+    else:
+        from schedmate.sim.trace import TRACE_FORMATS
+
+        if fmt not in TRACE_FORMATS:
+            raise InputError(f"--format {fmt!r}: use jsonl, sacct or one of {', '.join(sorted(TRACE_FORMATS))}")
+        items = list(read_trace_jobs(file, fmt))
+        total = len(items)
     advisor = build_advisor(settings, store)
-    total = _count_lines(file)
-    items = read_jobs(file, need_duration=True)
     show = not as_json and err_console.is_terminal
     with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, disable=not show, transient=True) as bar:
