@@ -105,3 +105,34 @@ def test_read_jobs_resolves_code_dir_and_times(tmp_path: Path) -> None:
     assert rec.submit_time == 1767225600.0 and rec.config_files == ("a.yaml",)
     assert isinstance(items[1], LineError) and items[1].line == 2
     assert isinstance(items[2], LineError) and "object" in items[2].message
+
+
+def test_sacct_json_import(runner: CliRunner, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "run.sh").write_text("#!/bin/bash\n#SBATCH --gres=gpu:4\ntorchrun --nproc_per_node=4 train.py --epochs 3\n")
+    (job / "train.py").write_text("import torch\n")
+    sacct = {"jobs": [
+        {"job_id": 11, "name": "ft", "user": "ann", "state": {"current": ["COMPLETED"]},
+         "time": {"elapsed": 3600, "submission": 1700000000}, "allocation_nodes": 1,
+         "tres": {"allocated": [{"type": "cpu", "count": 8}, {"type": "gres", "name": "gpu", "count": 4}]},
+         "working_directory": str(job), "submit_line": "sbatch run.sh"},
+        {"job_id": 12, "state": "RUNNING", "time": {"elapsed": 0}},
+        {"name": "no id"},
+    ]}
+    f = tmp_path / "sacct.json"
+    f.write_text(json.dumps(sacct))
+    store = tmp_path / "h.db"
+    r = runner.invoke(app, ["history", "import", "--store", str(store), "--format", "sacct", "--json", str(f)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["imported"] == 1 and [e["line"] for e in out["errors"]] == [2, 3]
+    from schedmate.advisor import SqliteHistoryStore
+
+    rec = SqliteHistoryStore(store).get("11")
+    assert rec is not None and rec.metadata is not None
+    assert (rec.duration_s, rec.n_gpus, rec.metadata.epochs, rec.metadata.n_gpus) == (3600.0, 4, 3, 4)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    r = runner.invoke(app, ["history", "import", "--store", str(store), "--format", "sacct", str(bad)])
+    assert r.exit_code == 2 and "jobs" in r.output

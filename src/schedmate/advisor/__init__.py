@@ -5,7 +5,13 @@ from schedmate.advisor.estimate import DurationEstimator, Prediction
 from schedmate.advisor.extract import Extraction, StaticExtractor
 from schedmate.advisor.jobs import JobLine, LineError, read_jobs
 from schedmate.advisor.metadata import WorkloadMetadata, render_metadata
-from schedmate.advisor.store import HistoryStore, InMemoryHistoryStore, JobRecord, Neighbor, SqliteHistoryStore
+from schedmate.advisor.store import (
+    HistoryStore,
+    InMemoryHistoryStore,
+    JobRecord,
+    Neighbor,
+    SqliteHistoryStore,
+)
 
 __all__ = [
     "Advice",
