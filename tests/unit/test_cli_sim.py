@@ -72,3 +72,23 @@ def test_per_vc_breakdown() -> None:
     assert set(per_vc) == {"a", "b"}
     assert sum(m.n_jobs for m in per_vc.values()) == overall.n_jobs
     assert all(0 < m.gpu_util <= 1 for m in per_vc.values())
+
+
+def test_simulate_per_vc_packing_and_failures(tmp_path: Path) -> None:
+    t = write_trace(tmp_path / "t.csv", 150)
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy",
+                                   "fifo,lucid,semantic-pack", "--json", "--per-vc", "--failures", "infra=0.01,seed=2"])
+    assert res.exit_code == 0, res.output
+    objs = {o["policy"]: o for o in map(json.loads, res.stdout.splitlines())}
+    assert set(objs["fifo"]) == KEYS | {"per_vc", "failures", "lost_gpu_h"}
+    assert set(objs["lucid"]) == KEYS | {"per_vc", "failures", "lost_gpu_h", "packs", "unpacks"}
+    for o in objs.values():
+        assert set(o["per_vc"]) == {"a", "b"} and sum(v["n_jobs"] for v in o["per_vc"].values()) == o["n_jobs"]
+        assert o["failures"] > 0
+    assert objs["lucid"]["packs"] > 0
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy", "lucid",
+                                   "--per-vc"])
+    assert res.exit_code == 0, res.output
+    assert "lucid per virtual cluster" in res.stdout and "packs" in res.stdout
+    r = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "32", "--failures", "infra=x"])
+    assert r.exit_code == 2 and "failure spec" in r.stderr

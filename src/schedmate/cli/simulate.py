@@ -17,6 +17,9 @@ from schedmate.cli.common import console, err_console, friendly_errors
 from schedmate.core.errors import InputError
 from schedmate.sim import (
     TRACE_FORMATS,
+    FailureModel,
+    InterferenceModel,
+    Metrics,
     Simulator,
     default_cluster,
     load_trace,
@@ -30,7 +33,19 @@ __all__ = ["simulate"]
 
 # the estimator each policy uses unless --estimator says otherwise
 DEFAULT_ESTIMATORS = {"fifo": "oracle", "sjf": "history", "srtf": "oracle", "tiresias": "oracle",
-                      "qssf": "history", "semantic": "noisy"}
+                      "qssf": "history", "semantic": "noisy", "lucid": "history", "semantic-pack": "noisy"}
+_JSON_KEYS = ("policy", "n_jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "p99_queue_s", "makespan_s",
+              "gpu_util")
+
+
+def _per_vc_table(title: str, per_vc: dict[str, Metrics], capacity: dict[str, int]) -> Table:
+    t = Table(title=title)
+    for col in ("VC", "GPUs", "jobs", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
+        t.add_column(col, justify="left" if col == "VC" else "right")
+    for vc, m in per_vc.items():
+        t.add_row(vc, f"{capacity.get(vc, 0):,}", f"{m.n_jobs:,}", f"{m.avg_jct_s:,.0f} s", f"{m.p99_jct_s:,.0f} s",
+                  f"{m.avg_queue_s:,.0f} s", f"{m.gpu_util:.1%}")
+    return t
 
 
 @app.command()
@@ -45,6 +60,13 @@ def simulate(
     seed: Annotated[int, typer.Option(help="Random seed (noisy estimators).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per policy, one per line.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write PNG plots (JCT CDF, queue, utilisation) here.")] = None,
+    per_vc: Annotated[bool, typer.Option("--per-vc", help="Per virtual cluster breakdown (a table; `per_vc` in "
+                                                          "--json).")] = False,
+    failures: Annotated[str | None, typer.Option(help="Inject failures: 'on' (documented defaults) or "
+                                                      "'infra=1e-4,app=0.1,checkpoint=1800,retries=1,seed=0'.")] = None,
+    interference: Annotated[Path | None, typer.Option(help="Fit the packing interference table from this directory "
+                                                           "(single_data.csv, colocate_info.csv) instead of the "
+                                                           "shipped one.")] = None,
 ) -> None:
     """Discrete-event simulation of a trace under classic and semantic policies."""
     jobs = load_trace(trace, fmt, limit=limit)
@@ -53,34 +75,57 @@ def simulate(
     if not names:
         raise InputError("--policy: give at least one policy")
     policies = [make_policy(n) for n in names]
+    fm = FailureModel.parse(failures) if failures is not None else None
+    im = InterferenceModel.fit(interference) if interference is not None else None
     table = Table(title=f"{trace.name}: {len(jobs):,} jobs, {sum(cl.values()):,} GPUs")
     for col in ("policy", "estimator", "avg JCT", "p50 JCT", "p99 JCT", "avg queue", "makespan", "GPU util",
                 "preempt.", "sim s"):
         table.add_column(col, justify="left" if col in ("policy", "estimator") else "right")
     results = []
+    notes: list[str] = []
+    vc_tables: list[Table] = []
     with Progress(console=console, transient=True, disable=as_json) as bar:
         for pol in policies:
             est = make_estimator(estimator or DEFAULT_ESTIMATORS.get(pol.name, "oracle"), seed=seed)
             task = bar.add_task(f"{pol.name}", total=len(jobs))
             t0 = time.perf_counter()
-            sim = Simulator(jobs, cl, pol, est, seed=seed, timeline_every=max(1, len(jobs) // 500) if plot else 0)
+            sim = Simulator(jobs, cl, pol, est, seed=seed, timeline_every=max(1, len(jobs) // 500) if plot else 0,
+                            interference=im, failures=fm)
             res = sim.run(progress=lambda n, t=task: bar.advance(t, n))
             results.append(res)
             dt = time.perf_counter() - t0
-            m, _ = summarize_sim(res)
+            m, vcs = summarize_sim(res)
+            packing = bool(getattr(pol, "packing", False))
             if as_json:
-                obj = m.to_json_dict()
-                obj = {k: obj[k] for k in ("policy", "n_jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s",
-                                           "p99_queue_s", "makespan_s", "gpu_util")}
+                full = m.to_json_dict()
+                obj = {k: full[k] for k in _JSON_KEYS}
+                if packing:
+                    obj.update(packs=m.packs, unpacks=m.unpacks)
+                if fm is not None:
+                    obj.update(failures=m.failures, lost_gpu_h=m.lost_gpu_h)
+                if per_vc:
+                    obj["per_vc"] = {vc: {k: v for k, v in x.to_json_dict().items() if k in _JSON_KEYS and k != "policy"}
+                                     for vc, x in vcs.items()}
                 sys.stdout.write(json.dumps(obj) + "\n")
             else:
+                extra = f" packs {m.packs:,}, un-packed {m.unpacks:,}" if packing else ""
+                if fm is not None:
+                    extra += f" failures {m.failures:,}, lost {m.lost_gpu_h:,.1f} GPU-h"
                 table.add_row(pol.name, est.name, f"{m.avg_jct_s:,.0f} s", f"{m.p50_jct_s:,.0f} s",
                               f"{m.p99_jct_s:,.0f} s", f"{m.avg_queue_s:,.0f} s", f"{m.makespan_s / 3600:,.1f} h",
                               f"{m.gpu_util:.1%}", f"{m.preemptions:,}", f"{dt:.2f}")
+                if extra:
+                    notes.append(f"{pol.name}:{extra}")
+                if per_vc:
+                    vc_tables.append(_per_vc_table(f"{pol.name} per virtual cluster", vcs, res.vc_capacity))
             if m.unschedulable:
                 console.print(f"[yellow]{m.unschedulable} jobs ask for more GPUs than their virtual cluster has[/]")
     if not as_json:
         console.print(table)
+        for line in notes:
+            console.print(line)
+        for t in vc_tables:
+            console.print(t)
     if plot is not None:
         from schedmate.sim.plots import plot_results
 
