@@ -178,3 +178,19 @@ def test_digest_changes_with_content_only(tmp_path: Path) -> None:
     assert directory_digest(tmp_path) == d1
     (tmp_path / "train.py").write_text("a = 2\n")
     assert directory_digest(tmp_path) != d1
+
+
+def test_pytorch_example_style_layers_dataset_and_optimizer(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"main.py": (
+        "import argparse\nimport torch.nn as nn\nimport torch.optim as optim\nfrom torchvision import datasets\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv1 = nn.Conv2d(1, 32, 3, 1)\n        self.fc1 = nn.Linear(9216, 128)\n"
+        "def main():\n    p = argparse.ArgumentParser()\n    p.add_argument('--batch-size', type=int, default=64)\n"
+        "    p.add_argument('--test-batch-size', type=int, default=1000)\n    p.add_argument('--epochs', type=int, default=14)\n"
+        "    args = p.parse_args()\n    ds = datasets.MNIST('../data', train=True)\n"
+        "    opt = optim.Adadelta(Net().parameters(), lr=1.0)\n")})
+    e = x.extract(tmp_path, command="python main.py --epochs 3")
+    m = e.metadata
+    assert (m.epochs, m.micro_batch_size, m.dataset, m.dataset_size) == (3, 64, "mnist", 60000)
+    assert (m.model_name, m.model_family, m.optimizer) == ("Net", "cnn", "adadelta")
+    assert m.param_count == 1 * 32 * 9 + 9216 * 128

@@ -42,6 +42,7 @@ class CodeFacts:
     config_literals: list[str] = field(default_factory=list)
     layers: Counter[str] = field(default_factory=Counter)
     local_modules: list[str] = field(default_factory=list)
+    layer_params: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -210,6 +211,24 @@ class _Visitor(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
+    def _layer_params(self, last: str, node: ast.Call) -> None:
+        """Parameters of a torch layer whose sizes are literal (or module constants)."""
+        vals = [_value(a, self.f.constants) for a in node.args[:3]]
+        ints = [v for v in vals if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        if len(ints) < 2 or len(ints) != len([v for v in vals if v is not None]):
+            return
+        a, b = ints[0], ints[1]
+        if last in ("Linear", "Embedding"):
+            n = a * b
+        elif last.startswith("Conv") and last[-2:] in ("1d", "2d", "3d"):
+            k = ints[2] if len(ints) > 2 else 3
+            n = a * b * k ** int(last[-2])
+        elif last in ("LSTM", "GRU", "RNN"):
+            n = {"LSTM": 4, "GRU": 3, "RNN": 1}[last] * b * (a + b)
+        else:
+            return
+        self.f.layer_params += n
+
     def visit_Call(self, node: ast.Call) -> None:
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
@@ -234,6 +253,7 @@ class _Visitor(ast.NodeVisitor):
                         self.f.hints.setdefault(f"alias:{f.lstrip('-').replace('-', '_')}", (dest, self.where(node)))
         elif last in _LAYER_HINTS:
             self.f.layers[_LAYER_HINTS[last]] += 1
+            self._layer_params(last, node)
         if last in ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard"):
             self._parallel_name(last, node)
         if name.endswith("deepspeed.initialize") or last == "DeepSpeedStrategy":

@@ -1,0 +1,244 @@
+"""From raw values to WorkloadMetadata: layered lookup with provenance, then derived fields.
+
+`Namespace` holds the layers (command line, configs, environment, code keyword arguments,
+defaults, constants) and resolves variable references; `derive_metadata` turns the chosen
+values plus code facts into the final metadata (model facts, parameter estimate, precision,
+parallelism, global batch).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from schedmate.advisor.configs import Flat
+from schedmate.advisor.launch import Launch
+from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.advisor.pyscan import CodeFacts, Ref
+from schedmate.advisor.vocab import (
+    FIELD_KEYS,
+    FRAMEWORK_IMPORTS,
+    dataset_size,
+    field_for_key,
+    model_facts,
+    normalize_optimizer,
+    normalize_precision,
+)
+
+__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag"]
+
+
+@dataclass
+class Candidate:
+    priority: int
+    rank: int
+    value: Any
+    source: str
+
+
+class Namespace:
+    """Layered key/value lookup with provenance."""
+
+    def __init__(self) -> None:
+        self.layers: list[tuple[int, Flat, str]] = []  # (priority, flat, source label)
+
+    def add(self, priority: int, flat: Mapping[str, Any], source: str) -> None:
+        if flat:
+            self.layers.append((priority, dict(flat), source))
+
+    def resolve(self, ref: Ref, aliases: Mapping[str, str]) -> tuple[Any, int, str] | None:
+        key = ref.key
+        leaf = key.rsplit(".", 1)[-1]
+        names = [key, leaf, aliases.get(leaf, leaf)]
+        for prio, flat, src in sorted(self.layers, key=lambda t: t[0]):
+            for n in names:
+                for k in (n, n.upper(), n.lower()):
+                    if k in flat:
+                        return flat[k], prio, f"{src} ({k})"
+            for k, v in flat.items():  # dotted key ending with the leaf (cfg.train.lr -> train.lr)
+                if k.endswith("." + leaf) and key.endswith(k.rsplit(".", 2)[-1]):
+                    return v, prio, f"{src} ({k})"
+        return None
+
+    def candidates(self, fieldname: str, strict_from: int) -> Iterable[Candidate]:
+        keys = FIELD_KEYS.get(fieldname, ())
+        for prio, flat, src in self.layers:
+            for k, v in flat.items():
+                f = field_for_key(k, strict=prio >= strict_from)
+                if f != fieldname:
+                    continue
+                leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
+                rank = keys.index(leaf) if leaf in keys else len(keys) + (50 if leaf in ("_name", "_target_") else 0)
+                # a key nested under an unrelated section (e.g. `eval.batch_size`) ranks lower
+                if re.search(r"(^|\.)(eval|val|valid|validation|test|predict|inference)[._]", k.lower()):
+                    rank += 100
+                yield Candidate(prio, rank, v, f"{src}: {k}")
+
+
+_PRECISION_FLAGS = {"bf16": "bf16", "fp16": "fp16", "half": "fp16", "amp": "mixed", "use_amp": "mixed",
+                    "mixed_precision": "mixed", "use_fp16": "fp16", "use_bf16": "bf16"}
+
+
+def precision_flag(ns: Namespace, sources: dict[str, str]) -> str | None:
+    """Boolean switches such as HF `bf16: true` or DeepSpeed `fp16.enabled: true`."""
+    for _prio, flat, src in sorted(ns.layers, key=lambda t: t[0]):
+        for k, v in flat.items():
+            if v is not True:
+                continue
+            parts = k.lower().split(".")
+            name = parts[-2] if parts[-1] == "enabled" and len(parts) > 1 else parts[-1]
+            prec = _PRECISION_FLAGS.get(name)
+            if prec:
+                sources["precision"] = f"{src}: {k}"
+                return prec
+    return None
+
+
+def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
+            launch: Launch, ns: Namespace, n_gpus: int | None, n_nodes: int | None,
+            gpu_model: str | None) -> WorkloadMetadata:
+    # framework from imports
+    framework = next((fw for mod, fw in FRAMEWORK_IMPORTS if mod in facts.imports), None)
+    # model name: a setting, else the name passed to a model factory, else the model class
+    model_name = values.get("model_name")
+    if model_name is None and "model_ref" in facts.hints:
+        ref, where = facts.hints["model_ref"]
+        if isinstance(ref, Ref):
+            r = ns.resolve(ref, {})
+            ref = r[0] if r else None
+        if isinstance(ref, str) and ref:
+            model_name = ref
+            sources["model_name"] = where
+    if model_name is None and "model_class" in facts.hints:
+        model_name, sources["model_name"] = facts.hints["model_class"]
+    family = task = None
+    params: float | None = None
+    if model_name:
+        family, task, params = model_facts(str(model_name))
+    if family is None and facts.layers:
+        order = ("transformer", "unet", "gnn", "rnn", "cnn", "mlp")
+        present = [k for k in order if facts.layers.get(k)]
+        if present:
+            family = present[0]
+            sources["model_family"] = "layers used in the code"
+    if family is None and "attention" in size:
+        family = "transformer"
+        sources["model_family"] = "attention settings"
+    if params is None and size.get("width") and size.get("depth"):
+        d, L = size["width"], size["depth"]
+        transformer = family in ("gpt", "llama", "bert", "t5", "vit", "transformer") or "attention" in size
+        params = (12 * L * d * d + size.get("vocab", 0) * d) if transformer else L * d * d
+        sources["param_count"] = "estimated from width/depth settings"
+    elif params is not None:
+        sources["param_count"] = "known model size"
+    elif facts.layer_params > 0:
+        params = float(facts.layer_params)
+        sources["param_count"] = "sum of layer sizes written in the code"
+    dataset = values.get("dataset")
+    if dataset is None and "dataset" in facts.hints:
+        ds, where = facts.hints["dataset"]
+        if isinstance(ds, Ref):
+            r = ns.resolve(ds, {})
+            ds = r[0] if r else None
+        if isinstance(ds, str):
+            dataset = ds
+            sources["dataset"] = where
+    ds_size = values.get("dataset_size")
+    ds_task = None
+    if dataset:
+        known_size, ds_task = dataset_size(str(dataset))
+        if ds_size is None and known_size:
+            ds_size = known_size
+            sources["dataset_size"] = f"known size of {dataset}"
+    if "task" in facts.hints:
+        task, sources["task"] = facts.hints["task"]
+    elif ds_task and (task is None or family in ("cnn", "mlp", "rnn", None)):
+        task = ds_task
+    # precision
+    precision = normalize_precision(values["precision"]) if "precision" in values else None
+    if precision is None and launch.precision:
+        precision = normalize_precision(launch.precision)
+        sources["precision"] = "launcher"
+    if precision is None:
+        precision = precision_flag(ns, sources)
+    if precision is None and "precision" in facts.hints:
+        precision, sources["precision"] = facts.hints["precision"]
+    optimizer = normalize_optimizer(values["optimizer"]) if "optimizer" in values else None
+    if optimizer is None and "optimizer" in facts.hints:
+        optimizer = normalize_optimizer(facts.hints["optimizer"][0])
+        sources["optimizer"] = facts.hints["optimizer"][1]
+    # resources: the scheduler's word first, then the launcher, then settings in code
+    gpus = n_gpus if n_gpus is not None else launch.n_gpus
+    if n_gpus is not None:
+        sources["n_gpus"] = "scheduler"
+    elif gpus is not None:
+        sources["n_gpus"] = launch.sources.get("n_gpus", "launcher")
+    elif isinstance(values.get("n_gpus"), int):
+        gpus = values["n_gpus"]
+    nodes = n_nodes if n_nodes is not None else (launch.n_nodes or values.get("n_nodes"))
+    # parallelism
+    par: set[str] = set(launch.parallelism) | set(facts.parallelism)
+    for _prio, flat, _src in ns.layers:
+        for k, v in flat.items():
+            leaf = k.rsplit(".", 1)[-1].lower()
+            if leaf == "strategy" and isinstance(v, str):
+                for p in ("fsdp", "deepspeed", "ddp"):
+                    if p in v.lower():
+                        par.add(p)
+                m = re.search(r"stage_?(\d)", v)
+                if m and "zero_stage" not in values:
+                    values["zero_stage"] = int(m.group(1))
+            elif leaf in ("fsdp",) and v not in (None, "", False, [], "no"):
+                par.add("fsdp")
+            elif (leaf in ("deepspeed", "deepspeed_config") and isinstance(v, str) and v) or (
+                    k.lower().startswith("zero_optimization") and leaf == "stage"):
+                par.add("deepspeed")
+    if values.get("zero_stage") is not None:
+        par.add("deepspeed")
+    if (values.get("tensor_parallel") or 1) > 1:
+        par.add("tensor")
+    if (values.get("pipeline_parallel") or 1) > 1:
+        par.add("pipeline")
+    if not par and gpus == 1:
+        par.add("single")
+    # batch: global = micro x accumulation x data-parallel processes
+    micro = values.get("micro_batch_size")
+    accum = values.get("grad_accum_steps") or 1
+    gbs = values.get("global_batch_size")
+    if gbs is None and micro is not None:
+        dp = gpus if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"}) else 1
+        dp = max(1, dp // ((values.get("tensor_parallel") or 1) * (values.get("pipeline_parallel") or 1)))
+        gbs = micro * accum * dp
+        sources["global_batch_size"] = "micro batch x accumulation x data-parallel processes"
+    order = ("single", "ddp", "fsdp", "deepspeed", "tensor", "pipeline", "horovod", "data")
+    return WorkloadMetadata(
+        framework=framework,
+        task=task,
+        model_name=str(model_name) if model_name else None,
+        model_family=family,
+        param_count=params,
+        dataset=str(dataset) if dataset else None,
+        dataset_size=ds_size,
+        global_batch_size=gbs,
+        micro_batch_size=micro,
+        grad_accum_steps=values.get("grad_accum_steps"),
+        epochs=values.get("epochs"),
+        max_steps=values.get("max_steps"),
+        max_samples=values.get("max_samples"),
+        seq_len=values.get("seq_len"),
+        image_size=values.get("image_size"),
+        precision=precision,
+        optimizer=optimizer,
+        learning_rate=values.get("learning_rate"),
+        parallelism=tuple(p for p in order if p in par),  # type: ignore[misc]
+        zero_stage=values.get("zero_stage"),
+        tensor_parallel=values.get("tensor_parallel"),
+        pipeline_parallel=values.get("pipeline_parallel"),
+        n_gpus=gpus,
+        n_nodes=nodes,
+        gpu_model=gpu_model or launch.gpu_model,
+        launcher=launch.launcher,
+        entrypoint=launch.entrypoint,
+    )
