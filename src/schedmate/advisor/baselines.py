@@ -95,9 +95,10 @@ class GBMEstimator:
         done = [r for r in records if r.duration_s and r.duration_s > 0]
         if not done:
             return self
-        self._fallback = statistics.median(r.duration_s for r in done)  # type: ignore[type-var]
+        durations = [float(r.duration_s or 0.0) for r in done]
+        self._fallback = statistics.median(durations)
         X = np.array([self._row(r, True) for r in done], dtype=float)
-        y = np.log([r.duration_s for r in done])
+        y = np.log(durations)
         # columns never seen in training carry no information (and break the binning)
         self._keep = [i for i in range(X.shape[1]) if not np.all(np.isnan(X[:, i]))]
         first_cat = len(self.NUMERIC) + 1

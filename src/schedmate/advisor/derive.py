@@ -212,7 +212,7 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         dp = max(1, dp // ((values.get("tensor_parallel") or 1) * (values.get("pipeline_parallel") or 1)))
         gbs = micro * accum * dp
         sources["global_batch_size"] = "micro batch x accumulation x data-parallel processes"
-    order = ("single", "ddp", "fsdp", "deepspeed", "tensor", "pipeline", "horovod", "data")
+    par_order = ("single", "ddp", "fsdp", "deepspeed", "tensor", "pipeline", "horovod", "data")
     return WorkloadMetadata(
         framework=framework,
         task=task,
@@ -232,7 +232,7 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         precision=precision,
         optimizer=optimizer,
         learning_rate=values.get("learning_rate"),
-        parallelism=tuple(p for p in order if p in par),  # type: ignore[misc]
+        parallelism=tuple(p for p in par_order if p in par),
         zero_stage=values.get("zero_stage"),
         tensor_parallel=values.get("tensor_parallel"),
         pipeline_parallel=values.get("pipeline_parallel"),

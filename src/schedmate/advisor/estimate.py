@@ -144,7 +144,7 @@ class DurationEstimator:
                 return None
             b = max(0.0, statistics.median(slopes))
             c = max(0.0, statistics.median(y - b * x for x, y in zip(xs, ys, strict=True)))
-            return c + b * 1.0
+            return float(c + b * 1.0)
         preds = [d * _ratio(qf, f) * (g / qg) ** model.alpha for f, g, d, _ in train]
         return _wquantile(preds, [w for *_, w in train], 0.5)
 
@@ -236,15 +236,13 @@ class DurationEstimator:
     def predict(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor], *,
                 user: str | None = None, name: str | None = None, user_jobs: Sequence[JobRecord] = (),
                 durations: Sequence[float] = ()) -> Prediction:
-        for attempt in (
-            lambda: self._knn(meta, size, neighbors),
-            lambda: self._metadata(meta, size),
-            lambda: self._user(meta, user, name, meta.n_gpus, user_jobs),
-        ):
-            p = attempt()
-            if p is not None:
-                return p if p.neighbors else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]),
-                                                        p.detail)
+        p: Prediction | None = self._knn(meta, size, neighbors)
+        if p is None:
+            p = self._metadata(meta, size)
+        if p is None:
+            p = self._user(meta, user, name, meta.n_gpus, user_jobs)
+        if p is not None:
+            return p if p.neighbors else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
         p = self._prior(durations)
         return Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
 

@@ -197,10 +197,11 @@ def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
         if not isinstance(job, dict) or "job_id" not in job:
             yield LineError(i, "job entry without job_id")
             continue
-        t = job.get("time") if isinstance(job.get("time"), dict) else {}
+        t: dict[str, Any] = job["time"] if isinstance(job.get("time"), dict) else {}
         elapsed = _num_of(t.get("elapsed"))
-        if elapsed is None and _num_of(t.get("end")) and _num_of(t.get("start")):
-            elapsed = _num_of(t["end"]) - _num_of(t["start"])  # type: ignore[operator]
+        end, start = _num_of(t.get("end")), _num_of(t.get("start"))
+        if elapsed is None and end and start:
+            elapsed = end - start
         state = job.get("state")
         status = (state.get("current") if isinstance(state, dict) else state) or None
         if isinstance(status, list):

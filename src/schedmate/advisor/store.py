@@ -88,7 +88,8 @@ class HistoryStore(Protocol):
 def _unit(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     n = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.maximum(n, 1e-12)
+    out: np.ndarray = v / np.maximum(n, 1e-12)
+    return out
 
 
 class InMemoryHistoryStore:

@@ -111,7 +111,7 @@ def size_key(key: str) -> str | None:
 
 
 # model name pattern -> (family, task, params). Matched against a lower-cased name, in order.
-KNOWN_MODELS: tuple[tuple[str, str, str, float | None], ...] = (
+KNOWN_MODELS: tuple[tuple[str, str, str | None, float | None], ...] = (
     (r"gpt2[-_]?xl", "gpt", "language-modeling", 1.5e9),
     (r"gpt2[-_]?large", "gpt", "language-modeling", 774e6),
     (r"gpt2[-_]?medium", "gpt", "language-modeling", 355e6),
