@@ -134,5 +134,7 @@ def build_advisor(settings: Settings, store: str | Path | None = None) -> Adviso
     if llm is not None:
         from schedmate.advisor.agent import MetadataAgent
 
-        agent = MetadataAgent(llm, max_steps=settings.advisor.agent_max_steps)
+        a = settings.advisor
+        agent = MetadataAgent(llm, max_steps=a.agent_max_steps, max_prompt_chars=a.agent_max_prompt_chars,
+                              max_observation_chars=a.agent_max_observation_chars)
     return Advisor(history, embedder, settings.advisor, agent=agent)

@@ -62,11 +62,11 @@ class Namespace:
                     return v, prio, f"{src} ({k})"
         return None
 
-    def candidates(self, fieldname: str, strict_from: int) -> Iterable[Candidate]:
+    def candidates(self, fieldname: str, strict: frozenset[int]) -> Iterable[Candidate]:
         keys = FIELD_KEYS.get(fieldname, ())
         for prio, flat, src in self.layers:
             for k, v in flat.items():
-                f = field_for_key(k, strict=prio >= strict_from)
+                f = field_for_key(k, strict=prio in strict)
                 if f != fieldname:
                     continue
                 leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")

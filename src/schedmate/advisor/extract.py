@@ -298,7 +298,7 @@ class StaticExtractor:
         values: dict[str, Any] = {}
         for fieldname in FIELD_KEYS:
             best: Candidate | None = None
-            for cand in ns.candidates(fieldname, strict_from=_KWARG):
+            for cand in ns.candidates(fieldname, strict=frozenset((_KWARG, _CONST))):
                 v = _coerce(fieldname, cand.value)
                 if v is None:
                     continue

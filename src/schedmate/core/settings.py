@@ -93,6 +93,8 @@ class AdvisorSettings(_Section):
     min_similarity: float = Field(0.8, ge=0, le=1, description="neighbours below this are not similar enough")
     use_agent: bool = Field(True, description="ask the LLM agent for fields static analysis left empty")
     agent_max_steps: int = Field(6, ge=1, le=30)
+    agent_max_prompt_chars: int = Field(24_000, ge=1000, description="prompt budget (keep under the server's context)")
+    agent_max_observation_chars: int = Field(3000, ge=200, description="characters of one tool result shown")
     agent_fields: list[str] = Field(
         default_factory=lambda: ["model_name", "dataset", "dataset_size", "epochs", "max_steps",
                                  "global_batch_size", "micro_batch_size", "seq_len", "image_size"],
