@@ -111,8 +111,11 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         if isinstance(ref, str) and ref:
             model_name = ref
             sources["model_name"] = where
-    if model_name is None and "model_class" in facts.hints:
-        model_name, sources["model_name"] = facts.hints["model_class"]
+    if model_name is None and facts.model_classes:
+        # the model the entrypoint builds; else the last one defined (composites follow their parts)
+        entry = launch.entrypoint or ""
+        built = [c for c in facts.model_classes if (entry, c[0]) in facts.called]
+        model_name, _f, sources["model_name"] = (built or facts.model_classes)[-1]
     family = task = None
     params: float | None = None
     if model_name:

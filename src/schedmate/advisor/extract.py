@@ -289,8 +289,9 @@ class StaticExtractor:
                     val = r[0]
             if val is None:
                 continue
-            kw_flat.setdefault(kw, val)
-            kw_src.setdefault(kw, f"{where} {callee.rsplit('.', 1)[-1]}({kw}=...)")
+            key = f"{callee.rsplit('.', 1)[-1]}.{kw}"  # Trainer.num_nodes: the callee gives context
+            kw_flat.setdefault(key, val)
+            kw_src.setdefault(key, f"{where} {callee.rsplit('.', 1)[-1]}({kw}=...)")
         ns.add(_DEFAULT, {k: v for k, (v, _) in facts.defaults.items()}, f"defaults in {launch.entrypoint}")
         ns.add(_CONST, {k: v for k, (v, _) in facts.constants.items()}, f"constants in {launch.entrypoint}")
         ns.add(_KWARG, kw_flat, "code")

@@ -43,6 +43,8 @@ class CodeFacts:
     layers: Counter[str] = field(default_factory=Counter)
     local_modules: list[str] = field(default_factory=list)
     layer_params: int = 0
+    model_classes: list[tuple[str, str, str]] = field(default_factory=list)  # name, file, where
+    called: set[tuple[str, str]] = field(default_factory=set)  # (file, simple name called)
     errors: list[str] = field(default_factory=list)
 
 
@@ -176,8 +178,13 @@ class _Visitor(ast.NodeVisitor):
                 v = _value(value, self.f.constants)
                 if v is not None and not isinstance(v, Ref):
                     self.f.defaults.setdefault(target.id, (v, self.where(stmt)))
-        if any(b.endswith(("Module", "LightningModule", "Model", "Layer")) for b in bases):
-            self.f.hints.setdefault("model_class", (node.name, self.where(node)))
+        if any(b.endswith(("Module", "LightningModule", "Model", "Layer")) for b in bases) and not re.search(
+                r"Data|Loader|Callback|Dataset|Sampler|Metric", node.name + " ".join(bases)):
+            self.f.model_classes.append((node.name, self.fname, self.where(node)))
+            for pat, kind in ((r"attention|transformer|gpt|bert", "transformer"), (r"unet|diffusion", "unet"),
+                              (r"gcn|gnn|graph", "gnn"), (r"lstm|rnn|gru", "rnn")):
+                if re.search(pat, node.name, re.I):
+                    self.f.layers[kind] += 1
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -232,6 +239,7 @@ class _Visitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
+        self.f.called.add((self.fname, last))
         kw = {k.arg: k.value for k in node.keywords if k.arg}
         if last in _ARGPARSE_ADD:
             flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]

@@ -53,7 +53,7 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
                 "data_dir", "data", "train_data", "corpus"),
     "n_gpus": ("num_gpus", "n_gpus", "ngpus", "gpus", "n_gpu", "nproc_per_node", "num_processes", "devices",
                "gpus_per_node", "world_size"),
-    "n_nodes": ("num_nodes", "nnodes", "n_nodes", "nodes"),
+    "n_nodes": ("nnodes", "num_nodes"),
     "zero_stage": ("zero_stage", "stage"),
     "tensor_parallel": ("tensor_model_parallel_size", "tensor_parallel_size", "tp_size", "tensor_parallel", "tp"),
     "pipeline_parallel": ("pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size", "pipeline_parallel", "pp"),
@@ -101,6 +101,8 @@ def field_for_key(key: str, *, strict: bool = False) -> str | None:
         return None
     if leaf == "stage" and "zero" not in key.lower():
         return None
+    if leaf == "num_nodes" and not re.search(r"trainer|distributed|slurm|launch|cluster", key.lower()):
+        return None  # graph nodes, not machines
     if leaf in ("size", "samples") and not re.search(r"(data|train|sample)", key.lower()):
         return None
     return _KEY_TO_FIELD.get(leaf)
