@@ -18,9 +18,21 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e ".[embed]"
 	touch $@
 
-# llama-cpp-python compiles llama.cpp once (5-7 min on 2 cores); pip caches the wheel.
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[embed,llm-server,dev]"
+# llama-cpp-python compiles llama.cpp once (5-7 min on 2 cores) into a wheelhouse outside the
+# clone. A portable AVX2 build: the default native build segfaults on CPUs with AMX (seen on this
+# kind of VM: any prompt longer than one token crashed the server).
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+WHEELHOUSE ?= $(HOME)/.cache/schedmate/wheels/llama-$(LLAMA_VERSION)-avx2
+
+$(WHEELHOUSE)/.built: | $(BIN)/python
+	mkdir -p $(WHEELHOUSE)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(WHEELHOUSE) llama-cpp-python==$(LLAMA_VERSION)
+	touch $@
+
+$(TEST_STAMP): pyproject.toml $(WHEELHOUSE)/.built | $(BIN)/python
+	$(BIN)/pip install -q --find-links $(WHEELHOUSE) -e ".[embed,llm-server,dev]"
 	touch $@ $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
@@ -39,6 +51,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/tracker.py
 	$(BIN)/python bench/failures.py
 	$(BIN)/python bench/sim.py
+	$(BIN)/python bench/advisor.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from importlib import resources
@@ -19,7 +20,7 @@ from schedmate.cli.track import render_results
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
 from schedmate.failure import JobContext
-from schedmate.sdk import build_failure_handler, build_tracker, track_files
+from schedmate.sdk import build_advisor, build_failure_handler, build_tracker, track_files
 from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
 from schedmate.tracker import LineClassifier, rule_kind
 
@@ -38,7 +39,7 @@ def demo(
     ctx: typer.Context,
     offline_rules: Annotated[bool, typer.Option("--rules-only", help="Skip the embedding model.")] = False,
 ) -> None:
-    """Run every capability on bundled examples (Tracker, Failure Handler, Simulator)."""
+    """Run every capability on bundled examples (Tracker, Failure Handler, Advisor, Simulator)."""
     settings = settings_of(ctx)
     if offline_rules:
         settings = settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"backend": "none"})})
@@ -57,7 +58,31 @@ def demo(
     console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
     _classifier_demo(tracker.classifier)
     _failure_demo(settings)
+    _advisor_demo(settings)
     _sim_demo(settings)
+
+
+def _advisor_demo(settings: Settings) -> None:
+    """Scheduling Advisor: a bundled history of measured runs, advice for a new job."""
+    from schedmate.advisor import JobRecord, read_jobs
+    from schedmate.cli.advise import render_advice
+
+    root = Path(str(resources.files("schedmate.data").joinpath("advisor")))
+    example = json.loads((root / "example.json").read_text("utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:
+        advisor = build_advisor(settings.model_copy(update={"advisor": settings.advisor.model_copy(
+            update={"use_agent": False})}), Path(tmp) / "history.db")
+        report = advisor.import_jobs(read_jobs(root / "history.jsonl", need_duration=True))
+        console.print(Panel.fit(f"Scheduling Advisor: {report.imported} past runs imported "
+                                f"({report.extracted} code extractions, {report.elapsed_s:.1f}s); advice for a new job:\n"
+                                f"  {example['command']}   (in {example['code_dir']})"))
+        rec = JobRecord(job_id=example["job_id"], code_dir=str(root / example["code_dir"]), command=example["command"],
+                        user=example.get("user"), name=example.get("name"), n_gpus=example.get("n_gpus"))
+        advice = advisor.advise(rec)
+        console.print(render_advice(advice))
+        if example.get("measured_s"):
+            console.print(f"[dim]this run was measured at {example['measured_s']:.1f}s on {example.get('measured_on', '?')}[/]")
+        advisor.store.close()
 
 
 def _sim_demo(settings: Settings) -> None:
