@@ -33,7 +33,7 @@ from schedmate.advisor import Advisor, JobRecord, SqliteHistoryStore, read_jobs 
 from schedmate.advisor.baselines import GBMEstimator, LucidNaiveEstimator  # noqa: E402
 from schedmate.advisor.jobs import LineError, read_trace_jobs  # noqa: E402
 from schedmate.backends.embedder import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from schedmate.core.settings import AdvisorSettings  # noqa: E402
+from schedmate.core.settings import AdvisorSettings, EmbedderSettings  # noqa: E402
 
 CORPUS = ROOT / "bench" / "advisor_corpus" / "history.jsonl"
 HELIOS = ROOT.parent / "shared" / "data" / "traces" / "helios-venus" / "helios_venus_2vc_sept.csv"
@@ -213,7 +213,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "advisor.json")
     args = ap.parse_args()
 
-    embedder = CachedEmbedder(MiniLMEmbedder())
+    embedder = CachedEmbedder(MiniLMEmbedder(EmbedderSettings(backend="minilm")))
     embedder.embed(["warm up"])
     res: dict[str, object] = {"machine": {"cores": __import__("os").cpu_count()}, "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory() as d:

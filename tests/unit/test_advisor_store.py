@@ -47,8 +47,17 @@ def test_hnsw_index_is_rebuilt_from_sqlite_when_missing_or_stale(tmp_path: Path)
     assert db.search(vecs[7], 1)[0].record.job_id == "j7"  # loaded from the cache file
     more, mvecs = recs(10, dim=32, seed=1)
     more = [JobRecord(job_id=f"new{i}", duration_s=1.0) for i in range(10)]
+    index = db._index
     db.add(more, mvecs)
-    assert db.search(mvecs[3], 1)[0].record.job_id == "new3"  # stale index rebuilt
+    assert db._index is index  # updated in place, not rebuilt
+    assert db.search(mvecs[3], 1)[0].record.job_id == "new3"
+    db.add([JobRecord(job_id="new3", duration_s=2.0)], vecs[100:101])  # a replaced vector moves
+    assert db.search(vecs[100], 2)[0].record.job_id in ("new3", "j100")
+    assert db.search(mvecs[3], 1)[0].record.job_id != "new3"
+    db.close()
+    db = SqliteHistoryStore(path, exact_below=0)
+    db.search(vecs[1], 1)
+    assert db._index is not None and len(db._index) == 510  # the saved update loads
     db.index_path.write_bytes(b"garbage")
     db.close()
     db = SqliteHistoryStore(path, exact_below=0)

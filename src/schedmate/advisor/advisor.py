@@ -209,6 +209,9 @@ class Advisor:
                 flush()
         flush()
         report.cached = max(0, report.imported - report.extracted)
+        builder = getattr(self.store, "build_index", None)
+        if builder is not None and self.store.count() >= getattr(self.store, "exact_below", 0):
+            builder()  # large stores: build (or update and save) the HNSW index now, not at the first advice
         self._calibration = None
         self._save_calibration()
         report.elapsed_s = time.perf_counter() - t0

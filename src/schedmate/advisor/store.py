@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -264,9 +265,43 @@ class SqliteHistoryStore:
                 rows)
             self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('version', "
                              "CAST(COALESCE((SELECT value FROM meta WHERE key='version'), 0) + 1 AS TEXT))")
-        self._index = None
+            if self._index is not None:
+                self._update_index([r.job_id for r in records], vecs)
         self._exact = None
         return len(rows)
+
+    def _update_index(self, job_ids: Sequence[str], vecs: np.ndarray) -> None:
+        """Add new or replaced rows to the loaded HNSW index (saved later by flush_index/close)."""
+        rowid_of: dict[str, int] = {}
+        for i in range(0, len(job_ids), 500):
+            chunk = list(job_ids[i:i + 500])
+            q = f"SELECT job_id, rowid FROM jobs WHERE job_id IN ({','.join('?' * len(chunk))})"
+            rowid_of.update({str(j): int(r) for j, r in self._db.execute(q, chunk)})
+        last: dict[int, np.ndarray] = {}
+        for jid, vec in zip(job_ids, vecs, strict=True):
+            if jid in rowid_of:
+                last[rowid_of[jid]] = vec  # a job given twice in one batch: its last vector wins
+        keys = np.fromiter(last, dtype=np.uint64, count=len(last))
+        present = [int(k) for k in keys if self._index.contains(int(k))]
+        if present:
+            self._index.remove(np.array(present, dtype=np.uint64))
+        if len(keys):
+            self._index.add(keys, np.stack(list(last.values())), log=False)
+        self._index_dirty = True
+
+    def flush_index(self) -> None:
+        """Save the in-memory index and stamp it with the store's version."""
+        if self._index is None or not self._index_dirty:
+            return
+        try:
+            self._index.save(str(self.index_path))
+            self._stamp_path().write_text(self.get_meta("version") or "0")
+            self._index_dirty = False
+        except (OSError, RuntimeError):
+            pass  # a read-only location: the index lives in memory only
+
+    def _stamp_path(self) -> Path:
+        return self.index_path.with_name(self.index_path.name + ".version")
 
     # -- reads ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -322,7 +357,7 @@ class SqliteHistoryStore:
         dim = self.dim
         if dim is None:
             return None
-        stamp = self.index_path.with_name(self.index_path.name + ".version")
+        stamp = self._stamp_path()
         if self.index_path.exists() and stamp.exists() and stamp.read_text().strip() == version:
             try:
                 index = Index.restore(str(self.index_path), view=False)
@@ -332,15 +367,13 @@ class SqliteHistoryStore:
             except (RuntimeError, ValueError, OSError):
                 pass  # a damaged cache: rebuild it
         keys, vecs = self._vectors()
-        index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=128, expansion_search=64)
+        index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=96, expansion_search=64)
         if len(keys):
-            index.add(keys, vecs, log=False)
-        try:
-            index.save(str(self.index_path))
-            stamp.write_text(version)
-        except (OSError, RuntimeError):
-            pass  # a read-only location: the index lives in memory only
+            index.add(keys, vecs, log=False, threads=os.cpu_count() or 1)
+        del vecs
         self._index = index
+        self._index_dirty = True
+        self.flush_index()
         return index
 
     def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
@@ -368,7 +401,9 @@ class SqliteHistoryStore:
         """Build (or load) the HNSW index now rather than at the first large search."""
         with self._lock:
             self._ensure_index()
+            self.flush_index()
 
     def close(self) -> None:
         with self._lock:
+            self.flush_index()
             self._db.close()
