@@ -38,6 +38,32 @@ def job_env(venv_bin: Path) -> dict:
     return env
 
 
+def descendants(pid: int) -> list:
+    """All live descendant pids of `pid` (torchrun puts its workers in their own process groups)."""
+    children = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, stack = [], [pid]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            out.append(c)
+            stack.append(c)
+    return out
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    for pid in descendants(proc.pid) + [proc.pid]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def run_job(job: dict, env: dict, timeout: float, log_dir: Path) -> dict:
     code_dir = HERE / job["code_dir"]
     log_path = log_dir / f"{job['job_id']}.log"
@@ -54,7 +80,7 @@ def run_job(job: dict, env: dict, timeout: float, log_dir: Path) -> dict:
             if rc != 0:
                 status = "failed"
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_tree(proc)
             proc.wait()
             rc = "timeout"
             status = "failed"

@@ -37,11 +37,12 @@ class SyntheticLM(Dataset):
 
     def __init__(self, n, block_size, vocab_size, seed=0):
         g = torch.Generator().manual_seed(seed)
-        trans = torch.softmax(torch.randn(vocab_size, vocab_size, generator=g) * 3, dim=-1)
+        successors = torch.randint(0, vocab_size, (vocab_size, 8), generator=g)  # sparse transition table
+        choice = torch.randint(0, 8, (n, block_size), generator=g)
         x = torch.empty(n, block_size, dtype=torch.long)
         x[:, 0] = torch.randint(0, vocab_size, (n,), generator=g)
         for t in range(1, block_size):
-            x[:, t] = torch.multinomial(trans[x[:, t - 1]], 1, generator=g).squeeze(1)
+            x[:, t] = successors[x[:, t - 1], choice[:, t]]
         self.data = x
 
     def __len__(self):
@@ -58,7 +59,8 @@ def main():
                         handlers=[logging.StreamHandler(sys.stdout)], level=logging.INFO)
     set_seed(training_args.seed)
 
-    config = GPT2Config(vocab_size=model_args.vocab_size, n_positions=data_args.block_size, n_embd=model_args.n_embd,
+    config = GPT2Config(vocab_size=model_args.vocab_size, bos_token_id=model_args.vocab_size - 1, eos_token_id=model_args.vocab_size - 1,
+                        n_positions=data_args.block_size, n_embd=model_args.n_embd,
                         n_layer=model_args.n_layer, n_head=model_args.n_head, resid_pdrop=model_args.dropout,
                         embd_pdrop=model_args.dropout, attn_pdrop=model_args.dropout)
     model = GPT2LMHeadModel(config)

@@ -9,8 +9,8 @@ OUT=out/gpt2-small-${MAX_STEPS}
 torchrun --standalone --nproc_per_node=${NPROC} run_clm.py \
   --output_dir ${OUT} \
   --n_layer 4 --n_embd 128 --n_head 4 \
-  --block_size 128 \
-  --num_train_samples 4000 \
+  --block_size 64 \
+  --num_train_samples 2000 \
   --per_device_train_batch_size 8 \
   --gradient_accumulation_steps 1 \
   --max_steps ${MAX_STEPS} \

@@ -7,8 +7,8 @@ always_save_checkpoint = False
 
 dataset = 'synthetic_char'
 gradient_accumulation_steps = 1
-batch_size = 16
-block_size = 128
+batch_size = 8
+block_size = 64
 
 # baby GPT model :)
 n_layer = 4
@@ -17,8 +17,8 @@ n_embd = 128
 dropout = 0.2
 
 learning_rate = 1e-3
-max_iters = 300
-lr_decay_iters = 300
+max_iters = 150
+lr_decay_iters = 150
 min_lr = 1e-4
 beta2 = 0.99
 warmup_iters = 30
