@@ -5,8 +5,9 @@ changes a running job (preemption, a new or departed packing partner, a failure)
 job's version, so its old events are ignored. At each event only the affected virtual
 cluster runs a scheduling round: pending jobs wait in per-GPU-count heaps keyed by the
 policy (so a round looks at one head per size class, not at the whole queue), the policy's
-order decides, and the engine places, starts, preempts and packs. Capacity is counted in
-GPUs per virtual cluster (node-level placement is a next step, see docs/sim.md).
+order decides, and the engine places, starts, preempts and packs. Placement is the engine's
+(placement.py): `pool` counts GPUs per virtual cluster (the default); `node` places jobs on
+nodes x GPUs (one node, best fit, up to a node's GPUs; whole nodes beyond).
 
 Mechanisms a policy opts into (attributes; absent means off, so classic policies run the
 original loop unchanged):
@@ -24,13 +25,14 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.failures import FailureModel
 from schedmate.sim.interference import DEFAULT_CLASS, InterferenceModel
+from schedmate.sim.placement import Alloc, NodePlacement, check_placement, uniform_nodes
 from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.trace import TraceJob
 
@@ -70,6 +72,12 @@ class JobState:
     failed: bool = False  # it ended in a failure
     failures: int = 0
     retries: int = 0
+    alloc: Alloc = ()  # node placement: the (node, GPUs) its latest run held (shared by a pair)
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        """The nodes of its latest run (node placement)."""
+        return tuple(n for n, _ in self.alloc)
 
     def elapsed(self, now: float) -> float:
         """Service received so far (seconds of work at full speed)."""
@@ -85,6 +93,14 @@ class _VC:
     running: set[int] = field(default_factory=set)
     n_pending: int = 0
     solo: dict[tuple[int, int], dict[int, None]] = field(default_factory=dict)  # (gpus, class) -> packable jobs
+    nodes: NodePlacement | None = None  # node placement; None: a pool of GPUs
+    stranded: int = 0  # free GPUs while the best pending job fits by count but on no node
+    stranded_t: float = 0.0  # since when
+
+    @property
+    def max_job(self) -> int:
+        """The largest job the empty VC can run."""
+        return self.capacity if self.nodes is None else self.nodes.max_job()
 
 
 @dataclass
@@ -100,6 +116,8 @@ class SimResult:
     infra_failures: int = 0
     app_failures: int = 0
     lost_gpu_s: float = 0.0  # work redone after failures, runs of retried application failures
+    placement: str = "pool"
+    stranded_gpu_s: float = 0.0  # node placement: GPU-seconds free while the best pending job fit by count only
 
     @property
     def capacity(self) -> int:
@@ -115,13 +133,20 @@ class Simulator:
                  estimator: Estimator | None = None, *, seed: int = 0, timeline_every: int = 0,
                  start_at: float | None = None, running: Sequence[tuple[TraceJob, float]] = (),
                  interference: InterferenceModel | None = None, failures: FailureModel | None = None,
-                 check: bool = False) -> None:
+                 check: bool = False, placement: str = "pool", gpus_per_node: int = 8,
+                 node_sizes: Mapping[str, Sequence[int]] | None = None) -> None:
         """`start_at` and `running` start the simulation from a snapshot: the `running`
         jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
         max(submit, start_at) (what-if and queue-wait prediction). `check` verifies the
-        allocation invariants after every round (tests)."""
+        allocation invariants after every round (tests). `placement="node"` splits each VC
+        into nodes of `gpus_per_node` GPUs, or the node sizes `node_sizes` gives per VC
+        (`*` for the default pool; they must add up to the VC's GPUs)."""
         if not jobs:
             raise InputError("no jobs to simulate")
+        self.placement = check_placement(placement)
+        self.gpus_per_node = gpus_per_node
+        self.node_sizes = dict(node_sizes or {})
+        self.stranded_gpu_s = 0.0
         self.policy = policy
         self.estimator = estimator or OracleEstimator()
         self.packing = bool(getattr(policy, "packing", False))
@@ -138,7 +163,7 @@ class Simulator:
         default = cluster.get("*")
         for vc, gpus in cluster.items():
             if vc != "*":
-                self.vcs[vc] = _VC(gpus, gpus)
+                self.vcs[vc] = self._make_vc(vc, gpus)
         self.jobs: list[JobState] = []
         self.unschedulable = 0
         for i, j in enumerate(jobs):
@@ -146,7 +171,7 @@ class Simulator:
             if vc not in self.vcs:
                 if default is None:
                     raise InputError(f"job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
-                self.vcs[vc] = _VC(default, default)
+                self.vcs[vc] = self._make_vc(vc, default)
             st = JobState(i, j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
                           remaining=j.duration_s, noise=rng.gauss(0.0, 1.0), queued_at=j.submit_s)
             if j.share >= 0:
@@ -172,6 +197,15 @@ class Simulator:
             self.jobs.append(st)
             self.initial.append(st.idx)
 
+    def _make_vc(self, name: str, gpus: int) -> _VC:
+        vc = _VC(gpus, gpus)
+        if self.placement == "node":
+            sizes = self.node_sizes.get(name)
+            if sizes is not None and sum(sizes) != gpus:
+                raise InputError(f"virtual cluster '{name}': its nodes have {sum(sizes)} GPUs, the cluster config {gpus}")
+            vc.nodes = NodePlacement(sizes if sizes is not None else uniform_nodes(gpus, self.gpus_per_node))
+        return vc
+
     # -- the loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[int], None] | None = None) -> SimResult:
         events: list[Event] = []
@@ -180,7 +214,7 @@ class Simulator:
         for st in self.jobs:
             if st.idx in initial:
                 continue
-            if st.gpus > self.vcs[st.vc].capacity:
+            if st.gpus > self.vcs[st.vc].max_job:
                 self.unschedulable += 1  # counted and reported, never silently dropped
                 continue
             events.append((st.submit if t0 is None else max(st.submit, t0), _ARRIVE, st.idx, st.idx, 0))
@@ -196,7 +230,7 @@ class Simulator:
         for i in self.initial:  # snapshot: these already hold their GPUs
             st = self.jobs[i]
             st.estimate = st.remaining
-            self._start(self.vcs[st.vc], st, last_t, events)
+            self._start(self.vcs[st.vc], st, last_t, events, spread=True)
         timeline: list[tuple[float, int, int]] = []
         done = 0
         n_events = 0
@@ -235,9 +269,12 @@ class Simulator:
             n_events += 1
             if self.timeline_every and n_events % self.timeline_every == 0:
                 timeline.append((t, self._busy, sum(v.n_pending for v in self.vcs.values())))
+        for vc in self.vcs.values():
+            self._strand(vc, last_t, 0)
         return SimResult(policy.name, self.jobs, busy_gpu_s, self.unschedulable, timeline,
                          {k: v.capacity for k, v in self.vcs.items()}, self.packs, self.unpacks,
-                         self.infra_failures, self.app_failures, self.lost_gpu_s)
+                         self.infra_failures, self.app_failures, self.lost_gpu_s, self.placement,
+                         self.stranded_gpu_s)
 
     # -- job transitions ----------------------------------------------------------------------
     def _push(self, vc: _VC, st: JobState, now: float, *, head: bool = False) -> None:
@@ -264,9 +301,19 @@ class Simulator:
         st.remaining = max(st.remaining - (now - st.run_start) * st.rate, 0.0)
         st.run_start = now
 
-    def _start(self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1) -> None:
+    def _start(self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1,
+               spread: bool = False) -> None:
         if host < 0:
-            vc.free -= st.gpus
+            nodes = vc.nodes
+            if nodes is None:
+                vc.free -= st.gpus
+            else:
+                a = nodes.spread(st.gpus) if spread else nodes.allocate(st.gpus)
+                if a is None:
+                    raise RuntimeError(f"engine invariant broken: {st.job_id} fits on no node of {st.vc}")
+                st.alloc = a
+                for _, g in a:
+                    vc.free -= g
             if vc.free < 0:  # an engine bug, not bad input: never hand out GPUs twice
                 raise RuntimeError(f"engine invariant broken: {st.job_id} over-allocates {st.vc}")
             self._busy += st.gpus
@@ -297,7 +344,12 @@ class Simulator:
             vc.solo.setdefault((q.gpus, q.share), {})[q.idx] = None
             self._schedule(q, now, events)
             return
-        vc.free += st.gpus
+        if vc.nodes is None:
+            vc.free += st.gpus
+        else:
+            vc.nodes.release(st.alloc)
+            for _, g in st.alloc:
+                vc.free += g
         self._busy -= st.gpus
         if self.packing:
             vc.solo.get((st.gpus, st.share), {}).pop(st.idx, None)
@@ -316,6 +368,7 @@ class Simulator:
         guest.rate = 1.0 / self.interference.sample(guest.share, host.share, self._rng)
         host.rate = 1.0 / self.interference.sample(host.share, guest.share, self._rng)
         guest.partner, host.partner = host.idx, guest.idx
+        guest.alloc = host.alloc  # the same GPUs of the same node(s)
         self._schedule(host, now, events)
         self._schedule(guest, now, events)
         self.packs += 1
@@ -363,7 +416,7 @@ class Simulator:
         st.no_pack = True
         self._settle(st, now)
         self._release(vc, st, now, events)
-        if vc.free >= st.gpus:  # migrate to free GPUs
+        if st.gpus <= self._limit(vc):  # migrate to free GPUs
             self._start(vc, st, now, events)
         else:
             st.preemptions += 1
@@ -424,15 +477,46 @@ class Simulator:
                 out.append((key(self.jobs[i], now), i))
         return sorted(out, reverse=True)
 
+    def _limit(self, vc: _VC) -> int:
+        """The largest job that fits in the VC now."""
+        return vc.free if vc.nodes is None else vc.nodes.limit()
+
+    def _strand(self, vc: _VC, now: float, gpus: int) -> None:
+        """Integrate the stranded free GPUs (node placement's fragmentation metric)."""
+        if gpus != vc.stranded:
+            self.stranded_gpu_s += vc.stranded * (now - vc.stranded_t)
+            vc.stranded, vc.stranded_t = gpus, now
+
+    def _node_victims(self, vc: _VC, nodes: NodePlacement, st: JobState, head_key: tuple[float, ...],
+                      victims_pool: list[tuple[tuple[float, ...], int]], now: float) -> list[int] | None:
+        """Node placement: the strictly worse running jobs to evict so that `st` fits."""
+        key = self.policy.key
+
+        def allowed() -> Iterator[tuple[int, Alloc]]:
+            taken: set[int] = set()
+            for k, i in victims_pool:
+                if not k > head_key:
+                    return
+                if i in vc.running:
+                    p = self.jobs[i].partner
+                    if p >= 0 and (p in taken or not key(self.jobs[p], now) > head_key):
+                        continue  # a pair is evicted whole, only when both jobs are worse
+                    taken.add(i)
+                    yield i, self.jobs[i].alloc
+
+        return nodes.evictions(st.gpus, allowed())
+
     def _round(self, vc: _VC, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
-        """One scheduling round for a virtual cluster."""
+        """One scheduling round for a virtual cluster: admit the best head if it fits (place),
+        else pack it, else evict worse jobs for it, else backfill."""
         victims_pool: list[tuple[tuple[float, ...], int]] | None = None
+        nodes = vc.nodes
         while vc.n_pending:
             head = self._best_head(vc, None)
             if head is None:
                 break
             st = self.jobs[head[2]]
-            if st.gpus <= vc.free:
+            if st.gpus <= (vc.free if nodes is None else nodes.limit()):
                 self._pop(vc, st.gpus)
                 self._start(vc, st, now, events)
                 continue
@@ -441,18 +525,24 @@ class Simulator:
             if policy.preemptive:
                 if victims_pool is None:
                     victims_pool = self._victims(vc, now)
-                need = st.gpus - vc.free
-                chosen = []
-                for k, i in victims_pool:
-                    if need <= 0 or not k > head[0]:
-                        break
-                    if i in vc.running:
-                        p = self.jobs[i].partner
-                        if p >= 0 and (p in chosen or not policy.key(self.jobs[p], now) > head[0]):
-                            continue  # a pair is evicted whole, only when both jobs are worse
-                        chosen.append(i)
-                        need -= self.jobs[i].gpus
-                if need <= 0:
+                chosen: list[int] | None
+                if nodes is None:
+                    need = st.gpus - vc.free
+                    chosen = []
+                    for k, i in victims_pool:
+                        if need <= 0 or not k > head[0]:
+                            break
+                        if i in vc.running:
+                            p = self.jobs[i].partner
+                            if p >= 0 and (p in chosen or not policy.key(self.jobs[p], now) > head[0]):
+                                continue  # a pair is evicted whole, only when both jobs are worse
+                            chosen.append(i)
+                            need -= self.jobs[i].gpus
+                    if need > 0:
+                        chosen = None
+                else:
+                    chosen = self._node_victims(vc, nodes, st, head[0], victims_pool, now)
+                if chosen is not None:
                     for i in chosen:
                         v = self.jobs[i]
                         p = v.partner
@@ -463,23 +553,39 @@ class Simulator:
                     self._pop(vc, st.gpus)
                     self._start(vc, st, now, events)
                     continue
-            if not policy.backfill or vc.free == 0:
+            room = vc.free if nodes is None else nodes.limit()
+            if not policy.backfill or room == 0:
                 break
-            small = self._best_head(vc, vc.free)
+            small = self._best_head(vc, room)
             if small is None:
                 break
             self._start(vc, self._pop(vc, self.jobs[small[2]].gpus), now, events)
+        if nodes is not None:  # fragmentation: the best job has enough free GPUs, but on no node
+            head = self._best_head(vc, None)
+            self._strand(vc, now, vc.free if head is not None and self.jobs[head[2]].gpus <= vc.free else 0)
 
     def _check_invariants(self, vc: _VC) -> None:
         used = 0
+        held = [0] * len(vc.nodes.sizes) if vc.nodes is not None else []
         for i in vc.running:
             st = self.jobs[i]
             p = st.partner
             if p >= 0:
                 q = self.jobs[p]
-                if q.partner != i or p not in vc.running or q.gpus != st.gpus:
+                if q.partner != i or p not in vc.running or q.gpus != st.gpus or q.alloc != st.alloc:
                     raise RuntimeError(f"engine invariant broken: bad pair {st.job_id} / {q.job_id}")
             if p < 0 or i < p:
                 used += st.gpus
+                for n, g in st.alloc:
+                    held[n] += g
+            if vc.nodes is not None and sum(g for _, g in st.alloc) < st.gpus:
+                raise RuntimeError(f"engine invariant broken: {st.job_id} holds fewer GPUs than it runs on")
+        if vc.nodes is not None:  # per node: held GPUs (a pair once) within the node, matching its free count
+            vc.nodes.check()
+            for n, h in enumerate(held):
+                if h > vc.nodes.sizes[n] or h != vc.nodes.sizes[n] - vc.nodes.free[n]:
+                    raise RuntimeError(f"engine invariant broken: node {n} holds {h} GPUs, "
+                                       f"{vc.nodes.free[n]} free of {vc.nodes.sizes[n]}")
+            used = sum(held)
         if used != vc.capacity - vc.free or vc.free < 0:
             raise RuntimeError(f"engine invariant broken: {used} GPUs in use, {vc.free} free of {vc.capacity}")
