@@ -1,4 +1,4 @@
-"""Simulation metrics: JCT, queueing delay, makespan, utilisation, per-VC breakdown."""
+"""Simulation metrics: JCT, queueing delay, makespan, utilisation, fragmentation, per-VC breakdown."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ class Metrics:
     lost_gpu_h: float = 0.0  # GPU-hours of work redone after failures or spent on doomed retries
     packs: int = 0  # times a job was packed next to another
     unpacks: int = 0  # packed pairs split after a measured slowdown
+    stranded_gpu_h: float = 0.0  # node placement: GPU-hours free while the best pending job fit by count, on no node
+    stranded_frac: float = 0.0  # the same as a share of the cluster's GPU-time (capacity x makespan)
 
     def to_json_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
@@ -53,7 +55,9 @@ def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     done = res.finished()
     overall = replace(_stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable),
                       failures=res.infra_failures + res.app_failures, lost_gpu_h=res.lost_gpu_s / 3600,
-                      packs=res.packs, unpacks=res.unpacks)
+                      packs=res.packs, unpacks=res.unpacks, stranded_gpu_h=res.stranded_gpu_s / 3600)
+    if overall.makespan_s > 0 and res.capacity:
+        overall = replace(overall, stranded_frac=res.stranded_gpu_s / (res.capacity * overall.makespan_s))
     per_vc: dict[str, Metrics] = {}
     by_vc: dict[str, list] = {}
     for j in done:
