@@ -92,3 +92,28 @@ def test_simulate_per_vc_packing_and_failures(tmp_path: Path) -> None:
     assert "lucid per virtual cluster" in res.stdout and "packs" in res.stdout
     r = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "32", "--failures", "infra=x"])
     assert r.exit_code == 2 and "failure spec" in r.stderr
+
+
+def test_simulate_and_whatif_node_placement(tmp_path: Path) -> None:
+    t = write_trace(tmp_path / "t.csv", 150)
+    args = ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy", "fifo,semantic-pack", "--json"]
+    pool = CliRunner().invoke(app, args)
+    node = CliRunner().invoke(app, [*args, "--placement", "node", "--gpus-per-node", "4"])
+    assert pool.exit_code == 0 and node.exit_code == 0, node.output
+    p = {o["policy"]: o for o in map(json.loads, pool.stdout.splitlines())}
+    n = {o["policy"]: o for o in map(json.loads, node.stdout.splitlines())}
+    assert set(p["fifo"]) == KEYS  # the contract is unchanged without --placement
+    assert set(n["fifo"]) == KEYS | {"placement", "stranded_gpu_h", "stranded_frac"} and n["fifo"]["placement"] == "node"
+    assert n["fifo"]["avg_jct_s"] >= p["fifo"]["avg_jct_s"] and n["fifo"]["n_jobs"] == 150
+    r = CliRunner().invoke(app, [*args[:-1], "--placement", "node"])
+    assert r.exit_code == 0 and "node placement (8 GPUs/node)" in r.stdout and "stranded" in r.stdout
+    r = CliRunner().invoke(app, [*args, "--placement", "rack"])
+    assert r.exit_code == 2 and "valid: pool, node" in r.stderr
+    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "32", "--policy", "fifo", "--scale", "0.5,1",
+                                 "--placement", "node", "--json"])
+    assert r.exit_code == 0, r.output
+    assert {o["scale"] for o in map(json.loads, r.stdout.splitlines())} == {0.5, 1.0}
+    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1",
+                                 "--placement", "node", "--json"])
+    assert r.exit_code == 0, r.output
+    assert all(o["predicted_wait_s"] >= 0 for o in map(json.loads, r.stdout.splitlines()))

@@ -1,11 +1,12 @@
 """Trace-driven cluster simulator with classic and semantic scheduling policies."""
 
-from schedmate.sim.cluster import default_cluster, parse_cluster
+from schedmate.sim.cluster import default_cluster, default_nodes, parse_cluster
 from schedmate.sim.engine import JobState, SimResult, Simulator
 from schedmate.sim.estimators import make_estimator
 from schedmate.sim.failures import FailureModel
 from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.metrics import Metrics, summarize_sim
+from schedmate.sim.placement import PLACEMENTS
 from schedmate.sim.policies import POLICIES, make_policy
 from schedmate.sim.trace import DEFAULT_CLUSTERS, TRACE_FORMATS, TraceJob, load_trace, synthetic_trace
 
@@ -15,12 +16,14 @@ __all__ = [
     "InterferenceModel",
     "JobState",
     "Metrics",
+    "PLACEMENTS",
     "POLICIES",
     "SimResult",
     "Simulator",
     "TRACE_FORMATS",
     "TraceJob",
     "default_cluster",
+    "default_nodes",
     "load_trace",
     "make_estimator",
     "make_policy",

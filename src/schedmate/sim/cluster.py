@@ -1,4 +1,5 @@
-"""Cluster sizes for simulations: `{vc: gpus}`, with `*` as the pool for unlisted VCs."""
+"""Cluster sizes for simulations: `{vc: gpus}`, with `*` as the pool for unlisted VCs; node
+sizes (`{vc: [gpus per node]}`) for node placement where a trace lists its nodes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from schedmate.core.errors import InputError
 from schedmate.sim.trace import TraceJob
 
-__all__ = ["parse_cluster", "default_cluster"]
+__all__ = ["parse_cluster", "default_cluster", "default_nodes"]
 
 
 def _vc_config_csv(path: Path, gpus_per_node: int) -> dict[str, int]:
@@ -57,10 +58,27 @@ def default_cluster(fmt: str, trace_path: Path, jobs: list[TraceJob], gpus_per_n
         if m:
             return {k.strip(): int(v) * gpus_per_node for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
     if fmt == "alibaba":
-        nodes = trace_path.parent / "openb_node_list_gpu_node.csv"
-        if nodes.is_file():
-            with nodes.open(newline="") as fh:
-                total = sum(int(r.get("gpu") or 0) for r in csv.DictReader(fh))
-            return {"*": total}
+        nodes = default_nodes(fmt, trace_path)
+        if nodes:
+            return {"*": sum(nodes["*"])}
     biggest = max(j.gpus for j in jobs)
     return {"*": max(8, 4 * biggest, int(math.ceil(biggest / gpus_per_node)) * gpus_per_node)}
+
+
+def default_nodes(fmt: str, trace_path: Path) -> dict[str, list[int]]:
+    """The nodes of a shipped trace's default cluster where they are not uniform (Alibaba:
+    the GPU nodes of `openb_node_list_gpu_node.csv`, 1 to 8 GPUs each); empty elsewhere
+    (VCs are then split into nodes of `gpus_per_node`)."""
+    path = trace_path.parent / "openb_node_list_gpu_node.csv"
+    if fmt != "alibaba" or not path.is_file():
+        return {}
+    sizes = []
+    with path.open(newline="") as fh:
+        for no, r in enumerate(csv.DictReader(fh), 2):
+            try:
+                g = int(r.get("gpu") or 0)
+            except ValueError:
+                raise InputError(f"{path}:{no}: column 'gpu' is not an integer: {r.get('gpu')!r}") from None
+            if g > 0:
+                sizes.append(g)
+    return {"*": sizes} if sizes else {}
