@@ -194,3 +194,34 @@ def test_pytorch_example_style_layers_dataset_and_optimizer(tmp_path: Path, x: S
     assert (m.epochs, m.micro_batch_size, m.dataset, m.dataset_size) == (3, 64, "mnist", 60000)
     assert (m.model_name, m.model_family, m.optimizer) == ("Net", "cnn", "adadelta")
     assert m.param_count == 1 * 32 * 9 + 9216 * 128
+
+
+def test_exec_wrapper_passes_script_arguments_on(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {
+        "scripts/launch.sh": "#!/bin/bash\nset -euo pipefail\nNPROC=${NPROC:-2}\n"
+                             "exec torchrun --standalone --nproc_per_node=\"${NPROC}\" train.py --epochs 2 \"$@\"\n",
+        "train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=1)\n"
+                    "p.add_argument('--num-clips', type=int, default=4000)\n",
+    })
+    m = x.extract(tmp_path, command="NPROC=4 bash scripts/launch.sh --epochs 5 --num-clips 8000").metadata
+    assert (m.launcher, m.n_gpus, m.epochs, m.dataset_size) == ("torchrun", 4, 5, 8000)
+
+
+def test_sampling_and_eval_sections_are_not_training(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"train.py": "import tomllib\n",
+                     "c.toml": "[data]\nnum_images = 256\n[diffusion]\ntimesteps = 1000\n"
+                               "[train]\nepochs = 4\nbatch_size = 32\n[sample]\nnum_samples = 16\nsteps = 20\n"
+                               "[eval]\nbatch_size = 512\n"})
+    m = x.extract(tmp_path, command="python train.py --config c.toml").metadata
+    assert (m.dataset_size, m.epochs, m.micro_batch_size, m.max_steps) == (256, 4, 32, None)
+
+
+def test_env_file_totals_and_graph_sizes(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"run.sh": 'ENV_FILE=${1:-.env}\nset -a\nsource "$ENV_FILE"\nset +a\npython ppo.py\n',
+                     "envs/long.env": "TOTAL_TIMESTEPS=200000\nNUM_STEPS=128\n",
+                     "ppo.py": "import os\nimport torch\nsteps = int(os.environ.get('TOTAL_TIMESTEPS', 1000))\n",
+                     "gnn.py": "import click\n@click.command()\n@click.option('--num-nodes', default=20000)\n"
+                               "@click.option('--epochs', default=100)\ndef main(num_nodes, epochs):\n    pass\n"})
+    assert x.extract(tmp_path, command="bash run.sh envs/long.env").metadata.max_steps == 200000
+    m = x.extract(tmp_path, command="python gnn.py --num-nodes 5000").metadata
+    assert (m.dataset_size, m.n_nodes, m.epochs) == (5000, None, 100)

@@ -29,6 +29,9 @@ from schedmate.advisor.vocab import (
 
 __all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag"]
 
+_NOT_TRAINING = re.compile(r"(^|[._])(eval|evaluation|val|valid|validation|test|predict|prediction|inference|"
+                           r"sample|sampling|generate|generation|sampler)[._]")
+
 
 @dataclass
 class Candidate:
@@ -71,9 +74,9 @@ class Namespace:
                     continue
                 leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
                 rank = keys.index(leaf) if leaf in keys else len(keys) + (50 if leaf in ("_name", "_target_") else 0)
-                # a key nested under an unrelated section (e.g. `eval.batch_size`) ranks lower
-                if re.search(r"(^|\.)(eval|val|valid|validation|test|predict|inference)[._]", k.lower()):
-                    rank += 100
+                # settings of evaluation or sampling (`eval.batch_size`, `sample.steps`) are not training's
+                if _NOT_TRAINING.search(k.lower()):
+                    continue
                 yield Candidate(prio, rank, v, f"{src}: {k}")
 
 

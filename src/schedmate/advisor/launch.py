@@ -183,6 +183,13 @@ class _Parser:
         while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
             k, v = tokens.pop(0).split("=", 1)
             env[k] = v
+        while tokens and Path(tokens[0]).name in ("exec", "time", "nohup", "command", "builtin", "env", "nice"):
+            tokens = tokens[1:]  # wrappers that run the rest of the line
+            while tokens and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0].startswith("-")):
+                tok = tokens.pop(0)
+                if "=" in tok and not tok.startswith("-"):
+                    k, v = tok.split("=", 1)
+                    env[k] = v
         if not tokens:
             return False
         prog = Path(tokens[0]).name
@@ -331,7 +338,12 @@ class _Parser:
             if m:
                 local_env[m.group(1)] = _expand(m.group(2).strip("'\""), local_env, positional)
                 continue
-            toks = [_expand(t, local_env, positional) for t in _tokens(seg)]
+            toks = []
+            for t in _tokens(seg):
+                if t in ("$@", "$*", "${@}", "${*}"):
+                    toks.extend(positional)  # the script's own arguments, passed on
+                else:
+                    toks.append(_expand(t, local_env, positional))
             toks = [t for t in toks if t != ""]
             if toks and not found and self.segment(toks, local_env, depth, where):
                 found = True

@@ -27,10 +27,11 @@ __all__ = [
 FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "epochs": ("num_train_epochs", "max_epochs", "num_epochs", "n_epochs", "epochs", "train_epochs",
                "total_epochs", "epoch", "nepochs", "num_epoch"),
-    "max_steps": ("max_steps", "max_iters", "max_iter", "num_steps", "total_steps", "train_steps",
+    "max_steps": ("max_steps", "total_timesteps", "total_steps", "max_iters", "max_iter", "num_steps", "train_steps",
                   "training_steps", "num_iterations", "iterations", "iters", "n_steps", "steps",
                   "total_iters", "num_iters", "train_iters", "n_iters", "max_updates", "num_updates",
-                  "total_timesteps", "timesteps", "num_train_steps", "max_train_steps"),
+                  "num_train_steps", "max_train_steps", "num_rounds", "num_boost_round",
+                  "n_estimators", "num_episodes", "episodes", "n_episodes", "updates"),
     "global_batch_size": ("global_batch_size", "total_batch_size", "effective_batch_size", "train_batch_size"),
     "micro_batch_size": ("per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
                          "batch_size_per_gpu", "per_gpu_train_batch_size", "batch_size", "batchsize", "bs",
@@ -39,7 +40,7 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
                          "accum_steps", "accumulation_steps", "gradient_accumulation"),
     "dataset_size": ("num_train_samples", "max_train_samples", "train_samples", "num_samples", "n_samples",
                      "dataset_size", "train_size", "n_train", "num_examples", "data_size", "samples",
-                     "num_train", "n_examples", "num_data", "n_data", "size"),
+                     "num_train", "n_examples", "num_data", "n_data"),
     "max_samples": ("max_samples", "total_samples", "train_num_samples"),
     "seq_len": ("max_seq_length", "max_seq_len", "seq_len", "seq_length", "sequence_length", "block_size",
                 "context_length", "max_length", "n_ctx", "ctx_len", "max_source_length", "context_len"),
@@ -86,6 +87,11 @@ def _leaf(key: str) -> str:
     return key.rsplit(".", 1)[-1].strip().lstrip("-").lower().replace("-", "_")
 
 
+# counts of training items under any name: num_images, n_clips, num_train_sequences, ...
+_DATA_COUNT = re.compile(r"^(?:num|n|number_of|total)_(?:train_|training_)?(?:samples|examples|images|clips|"
+                         r"sequences|sentences|documents|docs|rows|points|records|items|utterances|graphs|"
+                         r"videos|texts|pairs|instances|observations|tokens_train)$")
+
 _NAMED_PARENTS = {"model": "model_name", "net": "model_name", "network": "model_name", "arch": "model_name",
                   "backbone": "model_name", "dataset": "dataset", "data": "dataset", "optimizer": "optimizer",
                   "optim": "optimizer", "opt": "optimizer"}
@@ -101,8 +107,10 @@ def field_for_key(key: str, *, strict: bool = False) -> str | None:
         return None
     if leaf == "stage" and "zero" not in key.lower():
         return None
-    if leaf == "num_nodes" and not re.search(r"trainer|distributed|slurm|launch|cluster", key.lower()):
-        return None  # graph nodes, not machines
+    if leaf in ("num_nodes", "n_nodes") and not re.search(r"trainer|distributed|slurm|launch|cluster", key.lower()):
+        return "dataset_size"  # graph nodes, not machines
+    if leaf not in _KEY_TO_FIELD and _DATA_COUNT.match(leaf):
+        return "dataset_size"  # num_images, n_clips, num_sequences, ...
     if leaf in ("size", "samples") and not re.search(r"(data|train|sample)", key.lower()):
         return None
     return _KEY_TO_FIELD.get(leaf)

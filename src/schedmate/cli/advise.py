@@ -127,7 +127,8 @@ def render_advice(a: Advice) -> Table:
     if a.metadata is not None:
         for k, v in a.metadata.known().items():
             src = a.sources.get(k)
-            t.add_row(k, f"{v}" + (f"  [dim]({src})[/]" if src else ""))
+            shown = ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else f"{v:,.0f}" if k == "param_count" else v
+            t.add_row(k, f"{shown}" + (f"  [dim]({src})[/]" if src else ""))
     for j, s, d in a.neighbors:
         t.add_row("similar", f"{j}  sim {s:.3f}  took {fmt_duration(d)}")
     for n in a.notes:
