@@ -211,7 +211,9 @@ def main() -> None:
     ap.add_argument("--knn-jobs", type=int, default=1_000_000)
     ap.add_argument("--import-jobs", type=int, default=10_000)
     ap.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "advisor.json")
+    ap.add_argument("--only", default="corpus,helios,import,knn", help="comma-separated parts to run")
     args = ap.parse_args()
+    parts = set(args.only.split(","))
 
     embedder = CachedEmbedder(MiniLMEmbedder(EmbedderSettings(backend="minilm")))
     embedder.embed(["warm up"])
@@ -219,15 +221,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         recs = load_corpus(args.corpus)
-        res["corpus"] = corpus_eval(recs, embedder, tmp)
-        res["helios"] = helios_eval(embedder, tmp) if HELIOS.exists() else {"error": f"{HELIOS} missing"}
-        if args.import_jobs:
+        if "corpus" in parts:
+            res["corpus"] = corpus_eval(recs, embedder, tmp)
+        if "helios" in parts:
+            res["helios"] = helios_eval(embedder, tmp) if HELIOS.exists() else {"error": f"{HELIOS} missing"}
+        if "import" in parts and args.import_jobs:
             res["import"] = import_speed(recs, args.import_jobs, embedder, tmp)
-        if args.knn_jobs:
+        if "knn" in parts and args.knn_jobs:
             res["knn"] = knn_at_scale(args.knn_jobs, 384, tmp)
+    report(res)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(res, indent=1, default=float))
+    print(f"wrote {args.json}")
 
-    c = res["corpus"]
-    assert isinstance(c, dict)
+
+def report(res: dict[str, object]) -> None:
+    c = res.get("corpus")
+    if not isinstance(c, dict):
+        c = None
+    if c is not None:
+        corpus_table(c)
+    _rest(res)
+
+
+def corpus_table(c: dict[str, object]) -> None:
     print(f"corpus: {c['n_train']} earlier jobs -> {c['n_test']} later jobs, {c['families']} program families")
     print(f"{'predictor':<28}{'within 100%':>12}{'median rel err':>16}{'in [p10,p90]':>14}")
     for key, label in (("advisor", "Advisor (split)"), ("advisor_online", "Advisor (online)"),
@@ -237,10 +254,16 @@ def main() -> None:
         print(f"{label:<28}{fmt_pct(s.get('within_100pct')):>12}{fmt_pct(s.get('median_rel_err')):>16}"
               f"{fmt_pct(s.get('coverage_p10_p90')):>14}")
     print(f"methods: {c['advisor']['methods']}")  # type: ignore[index]
+    fam = c["per_family_median_rel_err"]
+    assert isinstance(fam, dict)
+    print("median rel err per family: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in fam.items()))
     lat = c["advise_latency_s"]
     print(f"advise latency: median {lat['median'] * 1000:.1f} ms, p95 {lat['p95'] * 1000:.1f} ms, "  # type: ignore[index]
           f"max {lat['max'] * 1000:.1f} ms")  # type: ignore[index]
-    h = res["helios"]
+
+
+def _rest(res: dict[str, object]) -> None:
+    h = res.get("helios")
     if isinstance(h, dict) and "advisor" in h:
         print(f"helios (metadata only): {h['n_train']} -> {h['n_test']} jobs")
         for key, label in (("advisor", "Advisor"), ("lucid_naive", "Lucid naive")):
@@ -256,9 +279,6 @@ def main() -> None:
         print(f"kNN at {k['jobs']:,} jobs: query median {k['query_ms_median']:.2f} ms, p95 {k['query_ms_p95']:.2f} ms, "  # type: ignore[index]
               f"recall@10 {k['recall_at_10']:.3f}, index {k['index_build_or_load_s']:.0f} s, insert {k['insert_s']:.0f} s, "  # type: ignore[index]
               f"store {k['store_mb']:.0f} MB, peak RSS {k['peak_rss_mb']:.0f} MB")  # type: ignore[index]
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(res, indent=1, default=float))
-    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -63,3 +63,17 @@ def test_work_units_and_calibration() -> None:
         max_steps=s, global_batch_size=1, param_count=1024.0)) for i, s in enumerate((1000, 2000, 4000, 8000, 16000))]
     cal = calibrate(records)
     assert cal["rate"] > 0 and cal["n"] == 5 and cal["sigma"] < 1.0
+
+
+def test_one_neighbour_brackets_unscaled_and_proportional() -> None:
+    q = WorkloadMetadata(max_steps=4000, global_batch_size=32, param_count=1e6, n_gpus=1)
+    p = DurationEstimator().predict(q, {}, [nb(0, 1000, 10.0)])
+    assert p.method == "knn-scaled" and p.p50_s == pytest.approx(20.0)  # sqrt(10 * 40)
+    assert p.p10_s is not None and p.p90_s is not None and p.p10_s < 10.0 and p.p90_s > 40.0
+
+
+def test_neighbour_with_work_in_other_terms_is_not_used() -> None:
+    epochs_job = Neighbor(JobRecord(job_id="e", duration_s=10.0, metadata=WorkloadMetadata(epochs=3)), 0.95)
+    q = WorkloadMetadata(max_steps=300000)
+    p = DurationEstimator().predict(q, {}, [epochs_job], durations=[50.0])
+    assert p.method == "prior"

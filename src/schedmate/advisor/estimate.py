@@ -76,6 +76,9 @@ def _factors(m: WorkloadMetadata, size: Mapping[str, float]) -> dict[str, float]
     return f
 
 
+_WORK_KEYS = {"samples", "steps", "epochs", "dataset"}
+
+
 def work_units(m: WorkloadMetadata, size: Mapping[str, float]) -> float | None:
     """Samples x per-sample cost, when both the amount of data and the model size are known."""
     f = _factors(m, size)
@@ -151,9 +154,14 @@ class DurationEstimator:
     def _knn(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor]) -> Prediction | None:
         close = [n for n in neighbors if n.similarity >= self.min_similarity and n.record.duration_s
                  and n.record.duration_s > 0 and n.record.metadata is not None][: self.k]
+        qf = _factors(meta, size)
+        # a neighbour whose amount of work is stated in other terms (epochs x data vs steps) cannot be
+        # scaled to this job: it is similar text, not similar work
+        work_keys = set(qf) & _WORK_KEYS
+        if work_keys:
+            close = [n for n in close if work_keys & set(_factors(n.record.metadata, n.record.size))]  # type: ignore[arg-type]
         if not close:
             return None
-        qf = _factors(meta, size)
         qg = _gpus(meta)
         rows = [(_factors(n.record.metadata, n.record.size), _gpus(n.record.metadata, n.record),  # type: ignore[arg-type]
                  float(n.record.duration_s), max(1e-3, n.similarity) ** 4) for n in close]  # type: ignore[arg-type]
@@ -174,25 +182,35 @@ class DurationEstimator:
                 score = statistics.fmean(e * e for e in errs)
                 if best is None or score < best[0] - 1e-12:
                     best = (score, model, errs)
-        model = best[1] if best else _MODELS[2]  # proportional with linear GPU scaling by default
+        top_sim = close[0].similarity
+        widen = 1.0 + 2.0 * max(0.0, 0.98 - top_sim)
+        method = "knn-scaled" if scalable else "knn"
+        if best is None:
+            return self._few(qf, qg, rows, widen, method, tuple(close))
+        model = best[1]
         p50 = self._predict_one(model, qf, qg, rows)
         if p50 is None or p50 <= 0:
-            model = _MODELS[2]
-            p50 = self._predict_one(model, qf, qg, rows)
-        if p50 is None or p50 <= 0:
-            return None
-        if best is not None:
-            errs = best[2]
-            spread = math.sqrt(statistics.fmean(e * e for e in errs))
-        else:
-            # one or two neighbours: spread of their own durations, widened for the unknown
-            logs = [math.log(d) for _, _, d, _ in rows]
-            spread = (statistics.pstdev(logs) if len(logs) > 1 else 0.0) + 0.25
-        top_sim = close[0].similarity
-        sigma = math.sqrt(spread**2 + _SIGMA_FLOOR**2) * (1.0 + 2.0 * max(0.0, 0.98 - top_sim))
-        method = "knn-scaled" if scalable else "knn"
+            return self._few(qf, qg, rows, widen, method, tuple(close))
+        spread = math.sqrt(statistics.fmean(e * e for e in best[2]))
+        sigma = math.sqrt(spread**2 + _SIGMA_FLOOR**2) * widen
         return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), method, tuple(close),
                           detail=f"{len(close)} neighbours, model {model.name}, log-sigma {sigma:.2f}")
+
+    def _few(self, qf: dict[str, float], qg: float, rows: list[tuple[dict[str, float], float, float, float]],
+             widen: float, method: str, close: tuple[Neighbor, ...]) -> Prediction | None:
+        """One or two neighbours: how duration scales with work is unknown (start-up cost, sub-linear
+        scaling), so bracket it: p50 halfway (in log) between no scaling and proportional scaling,
+        the interval spanning both, widened by the neighbours' own spread."""
+        flat = _wquantile([d for _, _, d, _ in rows], [w for *_, w in rows], 0.5)  # no scaling at all
+        prop = self._predict_one(_MODELS[2], qf, qg, rows)  # proportional to work / GPUs
+        if not flat or not prop or flat <= 0 or prop <= 0:
+            return None
+        p50 = math.sqrt(flat * prop)
+        logs = [math.log(d) for _, _, d, _ in rows]
+        spread = math.sqrt((statistics.pstdev(logs) if len(logs) > 1 else 0.0) ** 2 + _SIGMA_FLOOR**2 + 0.2**2) * widen
+        lo, hi = min(flat, prop), max(flat, prop)
+        return Prediction(min(lo, p50) * math.exp(-Z90 * spread), p50, max(hi, p50) * math.exp(Z90 * spread), method,
+                          close, detail=f"{len(rows)} neighbour(s): between unscaled and proportional scaling")
 
     # -- fallbacks -------------------------------------------------------------------------
     def _metadata(self, meta: WorkloadMetadata, size: Mapping[str, float]) -> Prediction | None:
