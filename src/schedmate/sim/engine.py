@@ -32,6 +32,7 @@ from schedmate.core.errors import InputError
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.failures import FailureModel
 from schedmate.sim.interference import DEFAULT_CLASS, InterferenceModel
+from schedmate.sim.invariants import check_allocation
 from schedmate.sim.placement import Alloc, NodePlacement, check_placement, uniform_nodes
 from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.trace import TraceJob
@@ -565,27 +566,4 @@ class Simulator:
             self._strand(vc, now, vc.free if head is not None and self.jobs[head[2]].gpus <= vc.free else 0)
 
     def _check_invariants(self, vc: _VC) -> None:
-        used = 0
-        held = [0] * len(vc.nodes.sizes) if vc.nodes is not None else []
-        for i in vc.running:
-            st = self.jobs[i]
-            p = st.partner
-            if p >= 0:
-                q = self.jobs[p]
-                if q.partner != i or p not in vc.running or q.gpus != st.gpus or q.alloc != st.alloc:
-                    raise RuntimeError(f"engine invariant broken: bad pair {st.job_id} / {q.job_id}")
-            if p < 0 or i < p:
-                used += st.gpus
-                for n, g in st.alloc:
-                    held[n] += g
-            if vc.nodes is not None and sum(g for _, g in st.alloc) < st.gpus:
-                raise RuntimeError(f"engine invariant broken: {st.job_id} holds fewer GPUs than it runs on")
-        if vc.nodes is not None:  # per node: held GPUs (a pair once) within the node, matching its free count
-            vc.nodes.check()
-            for n, h in enumerate(held):
-                if h > vc.nodes.sizes[n] or h != vc.nodes.sizes[n] - vc.nodes.free[n]:
-                    raise RuntimeError(f"engine invariant broken: node {n} holds {h} GPUs, "
-                                       f"{vc.nodes.free[n]} free of {vc.nodes.sizes[n]}")
-            used = sum(held)
-        if used != vc.capacity - vc.free or vc.free < 0:
-            raise RuntimeError(f"engine invariant broken: {used} GPUs in use, {vc.free} free of {vc.capacity}")
+        check_allocation(self.jobs, vc.running, vc.capacity, vc.free, vc.nodes)
