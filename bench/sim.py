@@ -2,10 +2,11 @@
 trace; JCT by policy on the shipped traces, with and without GPU packing (lucid,
 semantic-pack) and with failure injection; the semantic policies against FIFO, the best
 non-semantic baseline (including lucid) and the oracle SRTF lower bound (a bound only
-without packing). Each simulation runs in a forked child so its peak memory (VmHWM, reset
-through /proc/self/clear_refs) is its own.
+without packing); every policy again with node placement (8-GPU nodes: fragmentation) next
+to the default pool placement. Each simulation runs in a forked child so its peak memory
+(VmHWM, reset through /proc/self/clear_refs) is its own.
 
-    python bench/sim.py [--traces ../shared/data/traces] [--json-out bench/results/sim.json]
+    python bench/sim.py [--traces ../shared/data/traces] [--json-out bench/results/sim.json] [--limit N]
 """
 
 from __future__ import annotations
@@ -85,22 +86,29 @@ def _in_child(fn, *args):  # type: ignore[no-untyped-def]
     return res
 
 
-def _simulate(jobs, cl, pol: str, est: str, failures: FailureModel | None = None) -> dict:  # type: ignore[no-untyped-def]
+def _simulate(jobs, cl, pol: str, est: str, failures: FailureModel | None = None,  # type: ignore[no-untyped-def]
+              placement: str = "pool") -> dict:
     t0 = time.perf_counter()
-    res = Simulator(jobs, cl, make_policy(pol), make_estimator(est, seed=0), seed=0, failures=failures).run()
+    res = Simulator(jobs, cl, make_policy(pol), make_estimator(est, seed=0), seed=0, failures=failures,
+                    placement=placement).run()
     dt = time.perf_counter() - t0
     m, _ = summarize_sim(res)
     return {**m.to_json_dict(), "estimator": est, "sim_s": dt, "jobs_per_s": len(jobs) / dt,
             "infra_failures": res.infra_failures, "app_failures": res.app_failures}
 
 
-def run_set(fmt: str, path: Path, cluster: dict[str, int] | None) -> dict:
-    jobs = load_trace(path, fmt)
+def run_set(fmt: str, path: Path, cluster: dict[str, int] | None, limit: int | None = None) -> dict:
+    jobs = load_trace(path, fmt, limit=limit)
     cl = cluster or default_cluster(fmt, path, jobs)
     out = {"trace": f"{path.name} ({sum(cl.values()):,} GPUs)", "jobs": len(jobs), "gpus": sum(cl.values()), "policies": {}}
     for label, pol, est in RUNS:
         r, peak = _in_child(_simulate, jobs, cl, pol, est)
         out["policies"][label] = {**r, "peak_rss_mib": peak}
+    out["node"] = {}  # node placement: 8-GPU nodes (Alibaba at 64/32 GPUs: 8/4 nodes), same policies
+    for label, pol, est in RUNS:
+        r, peak = _in_child(_simulate, jobs, cl, pol, est, None, "node")
+        out["node"][label] = {**r, "peak_rss_mib": peak,
+                              "jct_over_pool": r["avg_jct_s"] / out["policies"][label]["avg_jct_s"] - 1}
     out["failures"] = {}
     for label, pol, est, fm in FAIL_RUNS:
         r, peak = _in_child(_simulate, jobs, cl, pol, est, fm)
@@ -136,6 +144,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=Path, default=TRACES)
     ap.add_argument("--json-out", type=Path, default=ROOT / "bench" / "results" / "sim.json")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N jobs of each trace (a smoke run)")
     args = ap.parse_args()
     shipped = InterferenceModel.shipped()
     if (INTERFERENCE / "colocate_info.csv").is_file():
@@ -150,7 +159,7 @@ def main() -> int:
         if not path.is_file():
             print(f"missing trace: {path}", file=sys.stderr)
             return 2
-        results.append(run_set(fmt, path, cl))
+        results.append(run_set(fmt, path, cl, args.limit))
     report = {"interference_fit": shipped.fit_error, "machine": f"{platform.node()} {os.cpu_count()} cpu", "date": str(date.today()), "sets": results}
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(report, indent=2))
@@ -172,6 +181,14 @@ def main() -> int:
         for pol, m in r["failures"].items():
             print(f"    {pol:12} avg JCT {m['avg_jct_s']:12,.0f} s  infra failures {m['infra_failures']:6,}  app failures "
                   f"{m['app_failures']:6,}  lost {m['lost_gpu_h']:10,.1f} GPU-h  sim {m['sim_s']:.2f} s")
+        print("  placement on 8-GPU nodes vs a pool of GPUs (stranded: GPU-h free while the best pending job had "
+              "enough GPUs, but on no node):")
+        print(f"    {'policy':14} {'pool JCT s':>12} {'node JCT s':>12} {'node/pool':>9} {'stranded GPU-h':>15} "
+              f"{'of GPU-time':>11} {'pool s':>7} {'node s':>7}")
+        for pol, m in r["node"].items():
+            q = r["policies"][pol]
+            print(f"    {pol:14} {q['avg_jct_s']:12,.0f} {m['avg_jct_s']:12,.0f} {m['jct_over_pool']:+9.2%} "
+                  f"{m['stranded_gpu_h']:15,.1f} {m['stranded_frac']:11.3%} {q['sim_s']:7.2f} {m['sim_s']:7.2f}")
         for pol, m in r.get("class_mix", {}).items():
             print(f"  share classes from Lucid's workload mix: {pol:14} avg JCT {m['avg_jct_s']:12,.0f} s  "
                   f"packs {m['packs']:,}  un-packed {m['unpacks']:,}")
@@ -179,8 +196,10 @@ def main() -> int:
         print(f"queue-wait prediction on Philly ({k}, 5 snapshots, {w['n']:,} pending jobs): median abs error "
               f"{w['median_abs_error_s'] / 3600:,.1f} h (median actual remaining wait {w['median_remaining_wait_s'] / 3600:,.1f} h)")
     ph = results[0]["policies"]
+    pn = results[0]["node"]
     print(f"\nspeed on Philly: FIFO {ph['fifo']['sim_s']:.2f} s (goal <= 1 s); slowest policy "
-          f"{max(m['sim_s'] for m in ph.values()):.2f} s (goal <= 5 s)")
+          f"{max(m['sim_s'] for m in ph.values()):.2f} s (goal <= 5 s); node placement: FIFO {pn['fifo']['sim_s']:.2f} s, "
+          f"slowest {max(m['sim_s'] for m in pn.values()):.2f} s ({max(pn, key=lambda k: pn[k]['sim_s'])})")
     print(f"JSON: {args.json_out}")
     return 0
 

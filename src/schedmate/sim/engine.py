@@ -562,8 +562,12 @@ class Simulator:
                 break
             self._start(vc, self._pop(vc, self.jobs[small[2]].gpus), now, events)
         if nodes is not None:  # fragmentation: the best job has enough free GPUs, but on no node
-            head = self._best_head(vc, None)
-            self._strand(vc, now, vc.free if head is not None and self.jobs[head[2]].gpus <= vc.free else 0)
+            stranded = 0
+            if vc.n_pending and vc.free:
+                head = self._best_head(vc, None)
+                if head is not None and self.jobs[head[2]].gpus <= vc.free:
+                    stranded = vc.free
+            self._strand(vc, now, stranded)
 
     def _check_invariants(self, vc: _VC) -> None:
         check_allocation(self.jobs, vc.running, vc.capacity, vc.free, vc.nodes)
