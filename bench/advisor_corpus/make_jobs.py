@@ -42,8 +42,8 @@ JOBS = {
         ("carol", "bert-tiny-sst2", "python run_classification.py configs/tiny_sst2.json", ["configs/tiny_sst2.json", "configs/bert_tiny_config.json"], 1),
         ("carol", "bert-tiny-sst2-3ep", "python run_classification.py configs/tiny_sst2_3ep.json", ["configs/tiny_sst2_3ep.json", "configs/bert_tiny_config.json"], 1),
         ("carol", "bert-mini-mnli", "python run_classification.py configs/mini_mnli.json", ["configs/mini_mnli.json", "configs/bert_mini_config.json"], 1),
-        ("carol", "bert-mini-mnli-len256", "python run_classification.py configs/mini_mnli_long.json", ["configs/mini_mnli_long.json", "configs/bert_mini_config.json"], 1),
-        ("dan", "bert-tiny-150steps", "python run_classification.py configs/tiny_steps.json", ["configs/tiny_steps.json", "configs/bert_tiny_config.json"], 1),
+        ("carol", "bert-mini-mnli-len128-accum2", "python run_classification.py configs/mini_mnli_long.json", ["configs/mini_mnli_long.json", "configs/bert_mini_config.json"], 1),
+        ("dan", "bert-tiny-60steps", "python run_classification.py configs/tiny_steps.json", ["configs/tiny_steps.json", "configs/bert_tiny_config.json"], 1),
     ],
     "hf_gpt2_clm": [
         ("dan", "gpt2-l2-50steps", "python run_clm.py --output_dir out/gpt2-l2 --n_layer 2 --n_embd 128 --n_head 4 --block_size 64 "
