@@ -27,7 +27,7 @@ RUNS = [
     ("mlp", "ann", "python train.py --epochs 8"),
     ("softmax", "bob", "bash run.sh configs/long.yaml"),
     ("mlp", "ann", "python train.py --epochs 3 --num-samples 40000"),
-    ("mlp", "ann", "python train.py --epochs 4 --hidden-dim 256"),
+    ("mlp", "ann", "python train.py --epochs 4 --hidden-dim 1024"),
     ("mlp", "ann", "python train.py --epochs 6"),
 ]
 
@@ -40,7 +40,8 @@ def cpu_model() -> str:
 
 
 def main() -> None:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")  # one core per job
     machine = f"{cpu_model()}, {os.cpu_count()} cores"
     rows = []
     for i, (fam, user, cmd) in enumerate(RUNS, start=1):
