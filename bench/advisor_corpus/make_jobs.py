@@ -42,16 +42,16 @@ JOBS = {
         ("carol", "bert-tiny-sst2", "python run_classification.py configs/tiny_sst2.json", ["configs/tiny_sst2.json", "configs/bert_tiny_config.json"], 1),
         ("carol", "bert-tiny-sst2-3ep", "python run_classification.py configs/tiny_sst2_3ep.json", ["configs/tiny_sst2_3ep.json", "configs/bert_tiny_config.json"], 1),
         ("carol", "bert-mini-mnli", "python run_classification.py configs/mini_mnli.json", ["configs/mini_mnli.json", "configs/bert_mini_config.json"], 1),
-        ("carol", "bert-mini-mnli-len128-accum2", "python run_classification.py configs/mini_mnli_long.json", ["configs/mini_mnli_long.json", "configs/bert_mini_config.json"], 1),
-        ("dan", "bert-tiny-60steps", "python run_classification.py configs/tiny_steps.json", ["configs/tiny_steps.json", "configs/bert_tiny_config.json"], 1),
+        ("carol", "bert-mini-mnli-480-len128-accum2", "python run_classification.py configs/mini_mnli_long.json", ["configs/mini_mnli_long.json", "configs/bert_mini_config.json"], 1),
+        ("dan", "bert-tiny-150steps", "python run_classification.py configs/tiny_steps.json", ["configs/tiny_steps.json", "configs/bert_tiny_config.json"], 1),
     ],
     "hf_gpt2_clm": [
         ("dan", "gpt2-l2-50steps", "python run_clm.py --output_dir out/gpt2-l2 --n_layer 2 --n_embd 128 --n_head 4 --block_size 64 "
          "--num_train_samples 1000 --per_device_train_batch_size 8 --max_steps 50 --learning_rate 5e-4 " + GPT2_COMMON, [], 1),
-        ("dan", "gpt2-l2-150steps", "python run_clm.py --output_dir out/gpt2-l2 --n_layer 2 --n_embd 128 --n_head 4 --block_size 64 "
-         "--num_train_samples 1000 --per_device_train_batch_size 8 --max_steps 150 --learning_rate 5e-4 " + GPT2_COMMON, [], 1),
-        ("carol", "gpt2-l4-d256-30steps", "python run_clm.py --output_dir out/gpt2-l4 --n_layer 4 --n_embd 256 --n_head 4 --block_size 64 "
-         "--num_train_samples 2000 --per_device_train_batch_size 8 --max_steps 30 --learning_rate 3e-4 " + GPT2_COMMON, [], 1),
+        ("dan", "gpt2-l2-400steps", "python run_clm.py --output_dir out/gpt2-l2 --n_layer 2 --n_embd 128 --n_head 4 --block_size 64 "
+         "--num_train_samples 1000 --per_device_train_batch_size 8 --max_steps 400 --learning_rate 5e-4 " + GPT2_COMMON, [], 1),
+        ("carol", "gpt2-l4-d256-90steps", "python run_clm.py --output_dir out/gpt2-l4 --n_layer 4 --n_embd 256 --n_head 4 --block_size 64 "
+         "--num_train_samples 2000 --per_device_train_batch_size 8 --max_steps 90 --learning_rate 3e-4 " + GPT2_COMMON, [], 1),
         ("dan", "gpt2-small-60steps-1proc", "bash scripts/pretrain_small.sh 60 1", ["scripts/pretrain_small.sh"], 1),
         ("dan", "gpt2-small-60steps-2proc", "bash scripts/pretrain_small.sh 60 2", ["scripts/pretrain_small.sh"], 2),
         ("carol", "gpt2-l2-2epochs", "python run_clm.py --output_dir out/gpt2-ep --n_layer 2 --n_embd 128 --n_head 4 --block_size 128 "
@@ -61,13 +61,13 @@ JOBS = {
         ("erin", "vit-tiny", "python main.py fit --config configs/vit_tiny.yaml", ["configs/vit_tiny.yaml"], 1),
         ("erin", "vit-tiny-6ep", "python main.py fit --config configs/vit_tiny.yaml --trainer.max_epochs 6", ["configs/vit_tiny.yaml"], 1),
         ("erin", "vit-small", "python main.py fit --config configs/vit_small.yaml", ["configs/vit_small.yaml"], 1),
-        ("erin", "vit-small-1.5k-2ep-bs128", "python main.py fit --config configs/vit_small.yaml --data.num_train 1536 --data.batch_size 128", ["configs/vit_small.yaml"], 1),
+        ("erin", "vit-small-1.5k-5ep-bs128", "python main.py fit --config configs/vit_small.yaml --data.num_train 1536 --data.batch_size 128 --trainer.max_epochs 5", ["configs/vit_small.yaml"], 1),
         ("frank", "vit-tiny-ddp2-bf16", "python main.py fit --config configs/vit_tiny_bf16_ddp.yaml", ["configs/vit_tiny_bf16_ddp.yaml"], 2),
     ],
     "lightning_autoencoder": [
         ("frank", "ae-4k-e2", "python train.py --max_epochs 2 --num_samples 4000", [], 1),
         ("frank", "ae-4k-e5", "python train.py --max_epochs 5 --num_samples 4000", [], 1),
-        ("erin", "ae-5k-c64-l128", "python train.py --max_epochs 2 --num_samples 5000 --latent_dim 128 --base_channel_size 64", [], 1),
+        ("erin", "ae-4k-c64-l128-e4", "python train.py --max_epochs 4 --num_samples 4000 --latent_dim 128 --base_channel_size 64", [], 1),
         ("frank", "ae-2k-e8-bs32", "python train.py --max_epochs 8 --num_samples 2000 --batch_size 32", [], 1),
         ("frank", "ae-6k-bf16", "python train.py --max_epochs 3 --num_samples 6000 --precision bf16-mixed", [], 1),
     ],
@@ -76,7 +76,7 @@ JOBS = {
         ("grace", "lstm-1k-e5", "python train.py --epochs 5 --num_samples 1000", [], 1),
         ("grace", "bilstm-1.2k-e2", "python train.py --epochs 2 --num_samples 1200 --bidirectional", [], 1),
         ("grace", "lstm128-len160", "python train.py --epochs 1 --num_samples 800 --maxlen 160 --lstm_units 128", [], 1),
-        ("henry", "lstm-2.5k-e3-bs128", "python train.py --epochs 3 --num_samples 2500 --batch_size 128", [], 1),
+        ("henry", "lstm-2.5k-e5-bs128", "python train.py --epochs 5 --num_samples 2500 --batch_size 128", [], 1),
     ],
     "slurm_ddp_transformer": [
         ("dan", "lm-small-1g-100", "bash slurm/train_1gpu.sbatch", ["slurm/train_1gpu.sbatch", "configs/lm_small.yaml"], 1),
@@ -98,7 +98,7 @@ JOBS = {
     "click_gnn": [
         ("grace", "gcn-10k-100ep", "python train.py --epochs 100 --num-nodes 10000", [], 1),
         ("grace", "gcn-20k-200ep", "python train.py --epochs 200", [], 1),
-        ("alice", "sage-30k-h256", "python train.py --arch sage --epochs 150 --num-nodes 30000 --hidden 256", [], 1),
+        ("alice", "sage-30k-h256", "python train.py --arch sage --epochs 100 --num-nodes 30000 --hidden 256", [], 1),
         ("grace", "gcn-5k-3layer-300ep", "python train.py --epochs 300 --num-nodes 5000 --layers 3", [], 1),
         ("alice", "sage-50k-deg20", "python train.py --arch sage --num-nodes 50000 --avg-degree 20 --epochs 30 --eval-every 10", [], 1),
     ],

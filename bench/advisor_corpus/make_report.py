@@ -72,6 +72,15 @@ def main():
     lines.append(f"| **all** | | {len(d)} | {d[0]:.1f} | {statistics.median(d):.1f} | {d[-1]:.1f} | {d[-1] / d[0]:.1f}x |")
     if failed:
         lines += ["", "## Failed jobs", ""] + [f"- {h['job_id']} {h['name']}: see logs/{h['job_id']}.log" for h in failed]
+    lines += ["", "## Notes", "",
+              "- The VM has 2 cores and other sessions' builds/tests ran during the measurement (load average between about 1 and 9), "
+              "so the same command can take noticeably different times at different moments, as on a shared cluster. "
+              "An earlier full run of the same job list (discarded, because some families spanned less than 3x) measured "
+              "individual jobs up to ~1.7x faster or slower.",
+              "- Durations include interpreter start-up, imports (transformers/lightning/keras take several seconds), synthetic data "
+              "generation and, for multi-process jobs, torchrun/DDP start-up; so the smallest jobs are dominated by fixed overhead.",
+              "- Families whose max/min is below 3x: the fixed start-up cost is a large share of every run there.",
+              ]
     (HERE / "MEASURED.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
