@@ -56,6 +56,7 @@ class EmbedderSettings(_Section):
     batch_size: int = Field(64, ge=1)
     cache_size: int = Field(100_000, ge=0)
     timeout_s: float = Field(30.0, gt=0)
+    threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = 1 for a few texts, all cores for batches")
 
 
 class TrackerSettings(_Section):
