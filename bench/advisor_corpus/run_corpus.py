@@ -67,7 +67,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
 def run_job(job: dict, env: dict, timeout: float, log_dir: Path) -> dict:
     code_dir = HERE / job["code_dir"]
     log_path = log_dir / f"{job['job_id']}.log"
-    submit = dt.datetime.now(dt.timezone.utc)
+    submit = dt.datetime.now(dt.UTC)
     start = time.monotonic()
     status = "completed"
     with open(log_path, "w") as log:
@@ -136,7 +136,7 @@ def main():
     total = time.monotonic() - t_all
     print(f"{len(jobs)} jobs, {n_failed} failed, total {total:.1f}s -> {out}")
     meta = {"total_s": round(total, 1), "n_jobs": len(jobs), "n_failed": n_failed,
-            "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "python": platform.python_version()}
     Path(str(out) + ".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
