@@ -10,6 +10,7 @@ to one CPU thread (OMP_NUM_THREADS=1 etc.), so a job's `n_gpus` (worker processe
 of cores it uses. Wall-clock duration is measured with time.monotonic() from launch to exit.
 """
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -58,10 +59,8 @@ def descendants(pid: int) -> list:
 
 def kill_tree(proc: subprocess.Popen) -> None:
     for pid in descendants(proc.pid) + [proc.pid]:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run_job(job: dict, env: dict, timeout: float, log_dir: Path) -> dict:
