@@ -465,18 +465,20 @@ class Simulator:
                 best = heap[0]
         return best
 
-    def _victims(self, vc: _VC, now: float) -> list[tuple[tuple[float, ...], int]]:
-        """Running jobs, worst (largest key) first; a packed pair is one entry (its partner's key is
-        checked when it is chosen)."""
+    def _victims(self, vc: _VC, now: float, floor: tuple[float, ...]) -> list[tuple[tuple[float, ...], int]]:
+        """Running jobs strictly worse than `floor` (the round's first head: later heads are no
+        better, so they can only evict from this set), worst (largest key) first. Only those are
+        sorted: a full sort of every running job per round was the hottest path. A packed pair is
+        one entry (its partner's key is checked when it is chosen)."""
         key = self.policy.key
+        jobs = self.jobs
         if not self.packing:
-            return sorted(((key(self.jobs[i], now), i) for i in vc.running), reverse=True)
-        out = []
-        for i in vc.running:
-            p = self.jobs[i].partner
-            if p < 0 or i < p:
-                out.append((key(self.jobs[i], now), i))
-        return sorted(out, reverse=True)
+            out = [(k, i) for i in vc.running if (k := key(jobs[i], now)) > floor]
+        else:
+            out = [(k, i) for i in vc.running
+                   if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor]
+        out.sort(reverse=True)
+        return out
 
     def _limit(self, vc: _VC) -> int:
         """The largest job that fits in the VC now."""
@@ -525,7 +527,7 @@ class Simulator:
                 continue  # sharing GPUs is tried before evicting anyone
             if policy.preemptive:
                 if victims_pool is None:
-                    victims_pool = self._victims(vc, now)
+                    victims_pool = self._victims(vc, now, head[0])
                 chosen: list[int] | None
                 if nodes is None:
                     need = st.gpus - vc.free
