@@ -20,7 +20,7 @@ from schedmate.advisor.configs import Flat, compose_hydra, literal, load_config
 from schedmate.advisor.derive import Candidate, Namespace, derive_metadata
 from schedmate.advisor.launch import inside, parse_launch
 from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.pyscan import CodeFacts, Ref, scan_source
+from schedmate.advisor.pyscan import CodeFacts, Ref, scan_python
 from schedmate.advisor.vocab import (
     FIELD_KEYS,
     field_for_key,
@@ -174,15 +174,14 @@ def _coerce(fieldname: str, value: Any) -> Any:
 class StaticExtractor:
     """Reads a job directory without running it; fast (milliseconds) and side-effect free."""
 
-    def __init__(self) -> None:
-        self._scan_cache: dict[tuple[str, str], CodeFacts] = {}
-
     # -- code -------------------------------------------------------------------------------
-    def _scan(self, root: Path, entry: str | None, notes: list[str]) -> tuple[CodeFacts, list[str]]:
+    @staticmethod
+    def _scan(root: Path, entry: str | None, notes: list[str]) -> CodeFacts:
+        """The entrypoint and the local modules it imports (breadth first, at most 12 files)."""
         facts = CodeFacts()
         scanned: list[str] = []
         if entry is None:
-            return facts, scanned
+            return facts
         queue = [entry]
         while queue and len(scanned) < _MAX_LOCAL_MODULES:
             rel = queue.pop(0)
@@ -191,14 +190,7 @@ class StaticExtractor:
                 continue
             scanned.append(rel)
             before = len(facts.local_modules)
-            try:
-                text = path.read_bytes().decode("utf-8", "replace") if path.stat().st_size <= 1_000_000 else ""
-            except OSError:
-                text = ""
-            if not text:
-                notes.append(f"{rel}: empty or too large to scan")
-                continue
-            scan_source(text, rel, facts)
+            scan_python(path, rel, facts)  # size cap and unreadable files end up in facts.errors
             base = Path(rel).parent
             for mod in facts.local_modules[before:]:
                 parts = mod.split(".")
@@ -208,7 +200,7 @@ class StaticExtractor:
                         queue.append(str(cand))
                         break
         notes.extend(facts.errors)
-        return facts, scanned
+        return facts
 
     # -- main -------------------------------------------------------------------------------
     def extract(
@@ -226,7 +218,7 @@ class StaticExtractor:
         sources: dict[str, str] = {}
         launch = parse_launch(command, root, default_entry=guess_entrypoint(root))
         notes.extend(launch.notes)
-        facts, _scanned = self._scan(root, launch.entrypoint, notes)
+        facts = self._scan(root, launch.entrypoint, notes)
         entry_dir = Path(launch.entrypoint).parent if launch.entrypoint else Path(".")
 
         cli, positional, overrides = _cli_args(launch.args)
