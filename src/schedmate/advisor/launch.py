@@ -109,6 +109,21 @@ def _tokens(segment: str) -> list[str]:
         return segment.split()
 
 
+_GRES = re.compile(r"gpu(?::([A-Za-z][\w.-]*))?:(\d+)")  # --gres=gpu[:model]:N
+_GPUS = re.compile(r"(?:([A-Za-z][\w.-]*):)?(\d+)")  # --gpus[-per-node]=[model:]N
+_GPU_MODEL = re.compile(r"a100|h100|v100|a10|l4|t4|h200|b200|mi\d+", re.I)
+
+
+def _gpu_spec(pattern: re.Pattern[str], val: str, launch: Launch) -> int | None:
+    """The GPU count of a Slurm GPU request; its model, when named, is recorded on `launch`."""
+    gm = pattern.search(val)
+    if gm is None:
+        return None
+    if gm.group(1):
+        launch.gpu_model = gm.group(1).lower()
+    return int(gm.group(2))
+
+
 def _parse_sbatch(text: str, launch: Launch, where: str) -> None:
     for raw in text.splitlines():
         m = re.match(r"\s*#SBATCH\s+(.*)", raw)
@@ -116,30 +131,24 @@ def _parse_sbatch(text: str, launch: Launch, where: str) -> None:
             continue
         for tok in _tokens(m.group(1)):
             key, _, val = tok.partition("=")
-            if key in ("--gres",) or key.startswith("--gres"):
-                gm = re.search(r"gpu(?::([A-Za-z][\w.-]*))?:(\d+)", val)
-                if gm:
-                    launch.procs_per_node = int(gm.group(2))
-                    if gm.group(1):
-                        launch.gpu_model = gm.group(1).lower()
+            if key.startswith("--gres"):
+                count = _gpu_spec(_GRES, val, launch)
+                if count is not None:
+                    launch.procs_per_node = count
                     launch.sources.setdefault("n_gpus", f"{where} #SBATCH --gres")
             elif key in ("--gpus-per-node", "--gpus_per_node"):
-                gm = re.search(r"(?:([A-Za-z][\w.-]*):)?(\d+)", val)
-                if gm:
-                    launch.procs_per_node = int(gm.group(2))
-                    if gm.group(1):
-                        launch.gpu_model = gm.group(1).lower()
+                count = _gpu_spec(_GPUS, val, launch)
+                if count is not None:
+                    launch.procs_per_node = count
             elif key in ("--gpus", "-G"):
-                gm = re.search(r"(?:([A-Za-z][\w.-]*):)?(\d+)", val)
-                if gm:
-                    launch.total_procs = int(gm.group(2))
-                    if gm.group(1):
-                        launch.gpu_model = gm.group(1).lower()
+                count = _gpu_spec(_GPUS, val, launch)
+                if count is not None:
+                    launch.total_procs = count
             elif key in ("--nodes", "-N"):
                 launch.n_nodes = _int(val.split("-")[-1]) or launch.n_nodes
                 launch.sources.setdefault("n_nodes", f"{where} #SBATCH --nodes")
-            elif key in ("--constraint", "-C") and re.search(r"a100|h100|v100|a10|l4|t4|h200|b200|mi\d+", val, re.I):
-                launch.gpu_model = re.search(r"a100|h100|v100|a10|l4|t4|h200|b200|mi\d+", val, re.I).group(0).lower()  # type: ignore[union-attr]
+            elif key in ("--constraint", "-C") and (cm := _GPU_MODEL.search(val)):
+                launch.gpu_model = cm.group(0).lower()
             elif key in ("--job-name", "-J"):
                 launch.job_name = val
             elif key == "--ntasks-per-node" and launch.procs_per_node is None:
