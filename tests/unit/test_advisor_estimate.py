@@ -47,9 +47,9 @@ def test_dissimilar_neighbours_fall_back_in_order() -> None:
     est = DurationEstimator()
     user_jobs = [JobRecord(job_id=f"u{i}", duration_s=100.0 * (i + 1), user="ann", n_gpus=1, name="bert-ft")
                  for i in range(3)]
-    p = est.predict(q, {}, far, user="ann", name="bert-ft", user_jobs=user_jobs)
+    p = est.predict(q, {}, far, user="ann", name="bert-ft", user_jobs=lambda: user_jobs)
     assert p.method == "user-history" and p.p50_s == pytest.approx(200.0)
-    p = est.predict(q, {}, far, durations=[10.0, 20.0, 30.0])
+    p = est.predict(q, {}, far, durations=lambda: [10.0, 20.0, 30.0])
     assert p.method == "prior" and p.p50_s == pytest.approx(20.0, rel=0.01)
     p = est.predict(q, {}, [])
     assert p.method == "prior" and p.p50_s == 3600.0
@@ -75,5 +75,5 @@ def test_one_neighbour_brackets_unscaled_and_proportional() -> None:
 def test_neighbour_with_work_in_other_terms_is_not_used() -> None:
     epochs_job = Neighbor(JobRecord(job_id="e", duration_s=10.0, metadata=WorkloadMetadata(epochs=3)), 0.95)
     q = WorkloadMetadata(max_steps=300000)
-    p = DurationEstimator().predict(q, {}, [epochs_job], durations=[50.0])
+    p = DurationEstimator().predict(q, {}, [epochs_job], durations=lambda: [50.0])
     assert p.method == "prior"

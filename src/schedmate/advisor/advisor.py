@@ -257,9 +257,10 @@ class Advisor:
             neighbors = [n for n in self.store.search(vec, self.settings.k * 3 + 1) if n.record.job_id != rec.job_id]
         except BackendError as exc:
             error = f"embedder: {exc}; predicted without similar jobs" if error is None else error
-        user_jobs = self.store.by_user(rec.user, 2000) if rec.user else []
-        pred: Prediction = est.predict(meta, ext.size, neighbors, user=rec.user, name=rec.name,
-                                       user_jobs=user_jobs, durations=self.store.durations(20_000))
+        user = rec.user
+        pred: Prediction = est.predict(meta, ext.size, neighbors, user=user, name=rec.name,
+                                       user_jobs=lambda: self.store.by_user(user, 2000) if user else [],
+                                       durations=lambda: self.store.durations(20_000))
         return Advice(
             job_id=rec.job_id, metadata=meta, p10_s=pred.p10_s, p50_s=pred.p50_s, p90_s=pred.p90_s,
             method=pred.method,

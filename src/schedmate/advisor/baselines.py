@@ -9,14 +9,13 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from schedmate.advisor.estimate import _samples
+from schedmate.advisor.estimate import _samples, similar_names
 from schedmate.advisor.store import JobRecord
 from schedmate.core.errors import ConfigError
 
@@ -42,8 +41,7 @@ class LucidNaiveEstimator:
         past = self._by_user.get(rec.user, [])
         same_gpus = [r for r in past if r.n_gpus == rec.n_gpus]
         if rec.name and same_gpus:
-            named = [r for r in same_gpus if r.name and (
-                r.name == rec.name or difflib.SequenceMatcher(None, r.name, rec.name).ratio() >= self.name_similarity)]
+            named = similar_names(same_gpus, rec.name, self.name_similarity)
             if named:
                 return statistics.fmean(r.duration_s for r in named)  # type: ignore[misc]
         for pool in (same_gpus, past):

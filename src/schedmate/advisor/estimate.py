@@ -16,13 +16,13 @@ from __future__ import annotations
 import difflib
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.advisor.store import JobRecord, Neighbor
 
-__all__ = ["Prediction", "DurationEstimator", "work_units", "Z90"]
+__all__ = ["Prediction", "DurationEstimator", "work_units", "similar_names", "Z90"]
 
 Z90 = 1.2815515655446004  # standard normal quantile of 0.9
 _SIGMA_FLOOR = 0.12  # run-to-run noise of identical jobs, in log space
@@ -100,6 +100,11 @@ def _ratio(q: dict[str, float], n: dict[str, float]) -> float:
 def _gpus(m: WorkloadMetadata | None, rec: JobRecord | None = None) -> float:
     g = (m.n_gpus if m is not None else None) or (rec.n_gpus if rec is not None else None) or 1
     return float(max(1, g))
+
+
+def similar_names(records: Sequence[JobRecord], name: str, threshold: float = 0.8) -> list[JobRecord]:
+    """Records whose job name is at least `threshold` similar to `name` (difflib ratio; Lucid's test)."""
+    return [r for r in records if r.name and difflib.SequenceMatcher(None, r.name, name).ratio() >= threshold]
 
 
 def _wquantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
@@ -224,15 +229,13 @@ class DurationEstimator:
                           detail=f"work {w:.3g} units at a calibrated {rate:.3g} units/s")
 
     @staticmethod
-    def _user(meta: WorkloadMetadata | None, user: str | None, name: str | None, n_gpus: int | None,
-              past: Sequence[JobRecord]) -> Prediction | None:
+    def _user(user: str | None, name: str | None, n_gpus: int | None, past: Sequence[JobRecord]) -> Prediction | None:
         done = [r for r in past if r.duration_s and r.duration_s > 0]
         if not user or not done:
             return None
         pool = [r for r in done if n_gpus is None or r.n_gpus == n_gpus] or done
         if name:
-            named = [r for r in pool if r.name and difflib.SequenceMatcher(None, r.name, name).ratio() >= 0.8]
-            pool = named or pool
+            pool = similar_names(pool, name) or pool
         logs = sorted(math.log(r.duration_s) for r in pool)  # type: ignore[arg-type]
         mid = statistics.median(logs)
         sigma = max(0.5, statistics.pstdev(logs) if len(logs) > 1 else 1.0)
@@ -252,16 +255,18 @@ class DurationEstimator:
         return Prediction(math.exp(q[0]), p50, math.exp(q[-1]), "prior", detail=f"median of {len(ds)} past jobs")
 
     def predict(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor], *,
-                user: str | None = None, name: str | None = None, user_jobs: Sequence[JobRecord] = (),
-                durations: Sequence[float] = ()) -> Prediction:
+                user: str | None = None, name: str | None = None,
+                user_jobs: Callable[[], Sequence[JobRecord]] = tuple,
+                durations: Callable[[], Sequence[float]] = tuple) -> Prediction:
+        """`user_jobs` and `durations` are fetched only when the fallbacks need them (store reads)."""
         p: Prediction | None = self._knn(meta, size, neighbors)
         if p is None:
             p = self._metadata(meta, size)
-        if p is None:
-            p = self._user(meta, user, name, meta.n_gpus, user_jobs)
+        if p is None and user:
+            p = self._user(user, name, meta.n_gpus, user_jobs())
         if p is not None:
             return p if p.neighbors else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
-        p = self._prior(durations)
+        p = self._prior(durations())
         return Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
 
 
