@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,6 @@ def parse_time(value: Any) -> float | None:
         pass
     dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
     if dt.tzinfo is None:
-        from datetime import UTC
-
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 

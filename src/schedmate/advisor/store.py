@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.backends.embedder import normalize_rows
 from schedmate.core.errors import ConfigError, InputError
 
 __all__ = ["JobRecord", "Neighbor", "HistoryStore", "InMemoryHistoryStore", "SqliteHistoryStore"]
@@ -86,10 +87,9 @@ class HistoryStore(Protocol):
     def close(self) -> None: ...
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    out: np.ndarray = v / np.maximum(n, 1e-12)
+def _unit_query(v: np.ndarray) -> np.ndarray:
+    """One query vector, unit length (the embedders' own normalisation, for a single row)."""
+    out: np.ndarray = normalize_rows(np.reshape(np.asarray(v), (1, -1)))[0]
     return out
 
 
@@ -107,7 +107,7 @@ class InMemoryHistoryStore:
         return None if self._vecs is None else int(self._vecs.shape[1])
 
     def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int:
-        vecs = _unit(vectors)
+        vecs = normalize_rows(vectors)
         if len(records) != len(vecs):
             raise ValueError("records and vectors differ in length")
         for rec, vec in zip(records, vecs, strict=True):
@@ -129,7 +129,7 @@ class InMemoryHistoryStore:
     def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
         if self._vecs is None or k <= 0:
             return []
-        sims = self._vecs @ _unit(vector).reshape(-1)
+        sims = self._vecs @ _unit_query(vector)
         top = np.argsort(-sims)[:k]
         return [Neighbor(self._records[i], float(sims[i])) for i in top]
 
@@ -238,7 +238,7 @@ class SqliteHistoryStore:
         """Insert or replace records (by job_id) in one transaction."""
         if not records:
             return 0
-        vecs = _unit(vectors)
+        vecs = normalize_rows(vectors)
         if vecs.ndim != 2 or len(vecs) != len(records):
             raise ValueError("records and vectors differ in length")
         dim = self.dim
@@ -381,7 +381,7 @@ class SqliteHistoryStore:
         n = self.count()
         if n == 0 or k <= 0:
             return []
-        q = _unit(vector).reshape(-1)
+        q = _unit_query(vector)
         with self._lock:
             if n < self.exact_below:
                 if self._exact is None:
