@@ -99,6 +99,17 @@ def precision_flag(ns: Namespace, sources: dict[str, str]) -> str | None:
     return None
 
 
+def _hint(facts: CodeFacts, ns: Namespace, key: str) -> tuple[Any, str] | None:
+    """A value the code names (a literal, or a variable resolved against the run's settings) and where."""
+    if key not in facts.hints:
+        return None
+    value, where = facts.hints[key]
+    if isinstance(value, Ref):
+        r = ns.resolve(value, {})
+        value = r[0] if r else None
+    return value, where
+
+
 def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
             launch: Launch, ns: Namespace, n_gpus: int | None, n_nodes: int | None,
             gpu_model: str | None) -> WorkloadMetadata:
@@ -106,14 +117,9 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
     framework = next((fw for mod, fw in FRAMEWORK_IMPORTS if mod in facts.imports), None)
     # model name: a setting, else the name passed to a model factory, else the model class
     model_name = values.get("model_name")
-    if model_name is None and "model_ref" in facts.hints:
-        ref, where = facts.hints["model_ref"]
-        if isinstance(ref, Ref):
-            r = ns.resolve(ref, {})
-            ref = r[0] if r else None
-        if isinstance(ref, str) and ref:
-            model_name = ref
-            sources["model_name"] = where
+    hint = _hint(facts, ns, "model_ref") if model_name is None else None
+    if hint is not None and isinstance(hint[0], str) and hint[0]:
+        model_name, sources["model_name"] = hint
     if model_name is None and facts.model_classes:
         # the model the entrypoint builds; else the last one defined (composites follow their parts)
         entry = launch.entrypoint or ""
@@ -143,14 +149,9 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         params = float(facts.layer_params)
         sources["param_count"] = "sum of layer sizes written in the code"
     dataset = values.get("dataset")
-    if dataset is None and "dataset" in facts.hints:
-        ds, where = facts.hints["dataset"]
-        if isinstance(ds, Ref):
-            r = ns.resolve(ds, {})
-            ds = r[0] if r else None
-        if isinstance(ds, str):
-            dataset = ds
-            sources["dataset"] = where
+    hint = _hint(facts, ns, "dataset") if dataset is None else None
+    if hint is not None and isinstance(hint[0], str):
+        dataset, sources["dataset"] = hint
     ds_size = values.get("dataset_size")
     ds_task = None
     if dataset:
