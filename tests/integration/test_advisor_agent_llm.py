@@ -44,8 +44,8 @@ def job(tmp_path: Path) -> Path:
 
 
 def test_agent_end_to_end_with_real_server(llama_server: str, job: Path) -> None:
-    llm = OpenAIBackend(LLMSettings(base_url=llama_server, timeout_s=60, max_tokens=160, max_retries=1))
-    agent = MetadataAgent(llm, max_steps=3, max_observation_chars=600, max_prompt_chars=3600)
+    llm = OpenAIBackend(LLMSettings(base_url=llama_server, timeout_s=60, max_tokens=512, max_retries=1))
+    agent = MetadataAgent(llm, max_steps=3, max_observation_chars=600, max_prompt_chars=3000)
     t0 = time.monotonic()
     r = agent.fill(job, KNOWN, command="torchrun --nproc_per_node 4 train.py", fields=WANTED)
     elapsed = time.monotonic() - t0

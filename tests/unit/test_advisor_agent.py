@@ -257,3 +257,19 @@ def test_long_thought_is_cut_not_retried(job: Path) -> None:
     r = MetadataAgent(llm).fill(job, KNOWN, fields=["epochs"])
     assert r.metadata.epochs == 1 and len(llm.sent) == 1
     assert '"maxLength":300' in llm.sent[0][0]["content"]
+
+
+def test_reply_schema_has_a_maximum_size() -> None:
+    """Tool arguments are the tools' own (typed, strings bounded), never free-form keys."""
+    from schedmate.advisor.tools import JobDirTools
+
+    tools = JobDirTools(Path(__file__).parent)
+    inputs = tuple((n, k, d) for t in tools.tools.values() for n, (k, d) in t.inputs.items())
+    schema = step_model(("epochs", "optimizer"), False, inputs).model_json_schema()
+    args = schema["$defs"]["ToolArgs"]
+    assert args["additionalProperties"] is False
+    assert set(args["properties"]) == {n for n, _, _ in inputs}
+    strings = [p for p in args["properties"].values() if any(a.get("type") == "string" for a in p.get("anyOf", []))]
+    assert strings and all(a.get("maxLength") for p in strings for a in p["anyOf"] if a.get("type") == "string")
+    answer = schema["$defs"]["MetadataAnswer"]["properties"]["optimizer"]
+    assert any(a.get("maxLength") for a in answer["anyOf"])

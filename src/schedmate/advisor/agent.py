@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
 from schedmate.advisor.metadata import METADATA_FIELDS, WorkloadMetadata, merge_metadata
 from schedmate.advisor.tools import ArgValue, JobDirTools, ToolError
@@ -31,12 +32,24 @@ __all__ = ["MetadataAgent", "AgentResult", "AgentTurn", "AgentStep", "answer_mod
 
 _PREVIEW_CHARS = 200
 _MAX_THOUGHT_CHARS = 300
+_MAX_ARG_CHARS = 200  # a tool argument (the grep tool refuses longer patterns anyway)
+_MAX_VALUE_CHARS = 100  # a text field of the answer (a model, dataset or optimizer name)
+# the schema lists the known arguments only (grammar-constrained servers cannot add others);
+# an unknown one a model adds anyway is kept, so the tool can tell the model it is unknown
+_TOOL_ARGS_CONFIG = ConfigDict(frozen=True, extra="allow", json_schema_extra={"additionalProperties": False})
 _MAX_COMMAND_CHARS = 1000
 _MAX_KNOWN_CHARS = 2000
 _ELIDED = "[older message removed to stay within the prompt budget]"
 # The schema says "no other keys" (grammar-constrained servers cannot emit them); a model
 # that adds some anyway has them dropped rather than costing a retry.
 _LENIENT = ConfigDict(frozen=True, extra="ignore", json_schema_extra={"additionalProperties": False})
+
+
+def _args_of(reply: AgentStep) -> dict[str, ArgValue]:
+    """The arguments the model gave (typed ones that were left out are not passed on)."""
+    raw: Any = reply.args
+    items = raw.model_dump().items() if isinstance(raw, BaseModel) else raw.items()
+    return {k: v for k, v in items if v is not None}
 
 
 def _cut_thought(value: object) -> object:
@@ -53,8 +66,18 @@ class AgentStep(BaseModel):
         "", max_length=_MAX_THOUGHT_CHARS, description="one short sentence: what you look for next"
     )
     action: Literal["file_tree", "file_read", "grep", "final"]
+    # Requests type `args` with the tools' own inputs (`tool_args_model`): a free-form dict let a
+    # grammar-constrained SmolLM2 repeat keys until it ran out of tokens mid-reply.
     args: dict[str, str | int] = Field(default_factory=dict, description="the tool's arguments")
     answer: BaseModel | None = Field(None, description="with action final: the fields you found")
+
+
+def _bounded(name: str) -> FieldInfo:
+    """The WorkloadMetadata field's info; text fields also get a maximum length (see AgentStep.args)."""
+    info = copy.copy(WorkloadMetadata.model_fields[name])
+    if str in get_args(info.annotation):
+        info = FieldInfo.merge_field_infos(info, Field(max_length=_MAX_VALUE_CHARS))
+    return info
 
 
 @lru_cache(maxsize=64)
@@ -63,18 +86,32 @@ def answer_model(fields: tuple[str, ...]) -> type[BaseModel]:
     unknown = [f for f in fields if f not in METADATA_FIELDS]
     if unknown:
         raise InputError(f"unknown metadata field(s): {', '.join(unknown)}")
-    spec: dict[str, Any] = {
-        name: (WorkloadMetadata.model_fields[name].annotation, copy.copy(WorkloadMetadata.model_fields[name]))
-        for name in fields
-    }
+    spec: dict[str, Any] = {name: (WorkloadMetadata.model_fields[name].annotation, _bounded(name)) for name in fields}
     return create_model("MetadataAnswer", __config__=_LENIENT, **spec)
 
 
+@lru_cache(maxsize=16)
+def tool_args_model(inputs: tuple[tuple[str, str, str], ...]) -> type[BaseModel]:
+    """The tools' arguments, (name, "string"|"integer", description) each, as one model: every
+    argument optional and every string bounded, so a reply has a maximum size."""
+    spec: dict[str, Any] = {}
+    for name, kind, description in inputs:
+        if name not in spec:
+            spec[name] = ((int | None, Field(None, description=description)) if kind == "integer" else
+                          (str | None, Field(None, max_length=_MAX_ARG_CHARS, description=description)))
+    return create_model("ToolArgs", __config__=_TOOL_ARGS_CONFIG, **spec)
+
+
 @lru_cache(maxsize=64)
-def step_model(fields: tuple[str, ...], final_only: bool = False) -> type[AgentStep]:
-    """AgentStep whose answer holds `fields`; with `final_only` the action can only be "final"."""
+def step_model(fields: tuple[str, ...], final_only: bool = False,
+               tool_inputs: tuple[tuple[str, str, str], ...] = ()) -> type[AgentStep]:
+    """AgentStep whose answer holds `fields`; with `final_only` the action can only be "final";
+    with `tool_inputs` the arguments are typed by the tools' own inputs (see `tool_args_model`)."""
     answer: Any = answer_model(fields) | None
     extra: dict[str, Any] = {"answer": (answer, Field(None, description="with action final: the fields you found"))}
+    if tool_inputs:
+        args: Any = tool_args_model(tool_inputs)
+        extra["args"] = (args, Field(default_factory=args, description="the tool's arguments"))
     if final_only:
         extra["action"] = (Literal["final"], ...)
     return create_model("AgentStep", __base__=AgentStep, **extra)
@@ -170,6 +207,7 @@ class MetadataAgent:
         if not wanted:
             return AgentResult(meta, (), 0, ())
         tools = JobDirTools(root)
+        inputs = tuple((n, kind, desc) for t in tools.tools.values() for n, (kind, desc) in t.inputs.items())
         if not self.llm.available:
             return AgentResult(meta, (), 0, (), error=f"{self.llm.name}: LLM backend unavailable")
 
@@ -191,7 +229,7 @@ class MetadataAgent:
                     "(null for fields you did not find).",
                 })
             try:
-                reply = self.llm.complete_json(self._fit(messages), step_model(wanted, final_only))
+                reply = self.llm.complete_json(self._fit(messages), step_model(wanted, final_only, inputs))
             except BackendError as exc:
                 error = str(exc)
                 break
@@ -202,8 +240,9 @@ class MetadataAgent:
                 shown = reply.answer.model_dump_json(exclude_none=True) if reply.answer is not None else "null"
                 turns.append(AgentTurn("final", {}, _preview(shown)))
                 break
-            observation = tools.run(reply.action, reply.args)
-            turns.append(AgentTurn(reply.action, dict(reply.args), _preview(str(observation))))
+            args = _args_of(reply)
+            observation = tools.run(reply.action, args)
+            turns.append(AgentTurn(reply.action, args, _preview(str(observation))))
             messages.append({"role": "assistant", "content": reply.model_dump_json(exclude={"answer"})})
             messages.append({"role": "user", "content": self._observation(step, reply, observation, tag)})
 
@@ -256,7 +295,7 @@ class MetadataAgent:
         return text.replace(tag, "?" * len(tag))
 
     def _observation(self, step: int, reply: AgentStep, obs: str | ToolError, tag: str) -> str:
-        args = " ".join(f"{k}={v!r}" for k, v in reply.args.items())
+        args = " ".join(f"{k}={v!r}" for k, v in _args_of(reply).items())
         head = f"Observation {step} ({reply.action} {args}".rstrip() + ")"
         if isinstance(obs, ToolError):
             return f"{head}: {_clip(str(obs), self.max_observation_chars)}\nFix the arguments or try another tool."
