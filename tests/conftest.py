@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 SERVER_START_TIMEOUT_S = 60.0
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# the role and database .ci/provision_pgvector.sh creates; SCHEDMATE_TEST_PG_URL points elsewhere
+PG_TEST_URL = "postgresql://schedmate:schedmate@127.0.0.1:5432/schedmate_test"
 
 
 def require(condition: bool, reason: str) -> None:
@@ -129,6 +131,28 @@ def minilm() -> MiniLMEmbedder:
     from schedmate.core.settings import EmbedderSettings
 
     return MiniLMEmbedder(EmbedderSettings(backend="minilm"))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """A PostgreSQL database with the pgvector extension enabled (provisioned by
+    .ci/provision_pgvector.sh, or SCHEDMATE_TEST_PG_URL)."""
+    url = os.environ.get("SCHEDMATE_TEST_PG_URL", PG_TEST_URL)
+    require(_has("psycopg", "pgvector"), "psycopg / pgvector missing: pip install -e '.[postgres]'")
+    import psycopg
+
+    from schedmate.advisor.store_pg import redact_url
+
+    hint = "run .ci/provision_pgvector.sh as root"
+    row = None
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        require(False, f"PostgreSQL at {redact_url(url)} is not reachable ({first}): {hint}")
+    require(row is not None, f"pgvector ('vector') is not enabled in {redact_url(url)}: {hint}")
+    return url
 
 
 @pytest.fixture

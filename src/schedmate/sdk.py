@@ -110,25 +110,35 @@ def build_failure_handler(
     return FailureHandler(locator, classifier, planner, fs)
 
 
-def advisor_store_path(settings: Settings, store: str | Path | None = None) -> Path:
-    """The history store file: an explicit path, the configured one, else cache_dir/history.db."""
-    if store:
-        return Path(store)
-    if settings.advisor.store:
-        return Path(settings.advisor.store)
-    return Path(settings.cache_dir) / "history.db"
+def advisor_store_path(settings: Settings, store: str | Path | None = None) -> Path | str:
+    """The history store: a `postgresql://` URL as given (a pgvector store), else a file: the
+    explicit one, the configured one, or cache_dir/history.db."""
+    from schedmate.advisor.store_pg import is_postgres_url
+
+    location = store or settings.advisor.store
+    if is_postgres_url(location):
+        return str(location)
+    return Path(location) if location else Path(settings.cache_dir) / "history.db"
 
 
 def build_advisor(settings: Settings, store: str | Path | None = None) -> Advisor:
-    """An Advisor over a SQLite history store, the configured embedder (lexical hashing when the
-    embedder is 'none') and, when an LLM is configured, the metadata agent."""
-    from schedmate.advisor import Advisor, SqliteHistoryStore
+    """An Advisor over the history store (SQLite file, or PostgreSQL + pgvector for a URL), the
+    configured embedder (lexical hashing when the embedder is 'none') and, when an LLM is
+    configured, the metadata agent."""
+    from schedmate.advisor import Advisor, HistoryStore, SqliteHistoryStore
     from schedmate.backends.embedder import CachedEmbedder, HashEmbedder
 
     embedder = _embedder(settings) or HashEmbedder()
     if not isinstance(embedder, CachedEmbedder):
         embedder = CachedEmbedder(embedder, settings.embedder.cache_size)
-    history = SqliteHistoryStore(advisor_store_path(settings, store), embedder_name=embedder.name)
+    location = advisor_store_path(settings, store)
+    history: HistoryStore
+    if isinstance(location, str):
+        from schedmate.advisor.store_pg import PgvectorHistoryStore
+
+        history = PgvectorHistoryStore(location, embedder_name=embedder.name)
+    else:
+        history = SqliteHistoryStore(location, embedder_name=embedder.name)
     agent = None
     llm = _llm(settings) if settings.advisor.use_agent else None
     if llm is not None:

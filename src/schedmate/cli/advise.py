@@ -14,6 +14,7 @@ from rich.table import Table
 
 from schedmate.advisor import Advice, JobRecord, LineError, read_jobs
 from schedmate.advisor.jobs import read_sacct_json, read_trace_jobs
+from schedmate.advisor.store_pg import redact_url
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.errors import InputError
@@ -24,7 +25,14 @@ __all__ = ["history_app", "advise", "render_advice", "fmt_duration"]
 history_app = typer.Typer(help="The job history the Advisor learns from.", no_args_is_help=True)
 app.add_typer(history_app, name="history")
 
-StoreOpt = Annotated[str | None, typer.Option("--store", help="History store file (default: cache_dir/history.db).")]
+StoreOpt = Annotated[str | None, typer.Option(
+    "--store", help="History store: a file, or a postgresql:// URL for PostgreSQL + pgvector "
+    "(default: cache_dir/history.db).")]
+
+
+def _shown(location: Path | str) -> str:
+    """A store location fit to print: a URL loses its password."""
+    return redact_url(location) if isinstance(location, str) else str(location)
 
 
 def fmt_duration(s: float | None) -> str:
@@ -80,12 +88,12 @@ def history_import(
     path = advisor_store_path(settings, store)
     if as_json:
         typer.echo(json.dumps({
-            "store": str(path), "imported": report.imported, "stored_total": advisor.store.count(),
+            "store": _shown(path), "imported": report.imported, "stored_total": advisor.store.count(),
             "errors": [{"line": e.line, "message": e.message} for e in report.errors],
             "warnings": report.warnings, "extracted": report.extracted, "elapsed_s": round(report.elapsed_s, 3),
         }))
     else:
-        console.print(f"imported {report.imported} jobs into {path} ({advisor.store.count()} stored) "
+        console.print(f"imported {report.imported} jobs into {_shown(path)} ({advisor.store.count()} stored) "
                       f"in {report.elapsed_s:.1f}s; {report.extracted} code extractions")
         for e in report.errors:
             err_console.print(f"[yellow]{file}:{e.line}:[/] {e.message}", highlight=False)
@@ -103,10 +111,10 @@ def history_stats(ctx: typer.Context, store: StoreOpt = None,
     """How many jobs the store holds and how the metadata fallback is calibrated."""
     settings = settings_of(ctx)
     path = advisor_store_path(settings, store)
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         raise InputError(f"{path}: no history store yet (run `schedmate history import FILE.jsonl`)")
     advisor = build_advisor(settings, store)
-    out = {"store": str(path), "jobs": advisor.store.count(), "embedder": advisor.store.get_meta("embedder"),
+    out = {"store": _shown(path), "jobs": advisor.store.count(), "embedder": advisor.store.get_meta("embedder"),
            "calibration": advisor.calibration()}
     advisor.store.close()
     if as_json:
@@ -160,7 +168,7 @@ def advise(
         raise InputError("give either --code DIR (one job) or --batch FILE.jsonl (many)")
     settings = settings_of(ctx)
     path = advisor_store_path(settings, store)
-    if store and not path.exists():
+    if store and isinstance(path, Path) and not path.exists():
         raise InputError(f"{path}: no such history store (create it with `schedmate history import`)")
     advisor = build_advisor(settings, store)
     if advisor.store.count() == 0 and not as_json:
