@@ -7,7 +7,7 @@
 #      the PG 15 headers in ~4 s) and installed, unless the server already offers `vector`;
 #   3. a login role and a test database with the extension, plus one without it (for the
 #      missing-extension test).
-# The build happens under ~/.cache, never in the repository.
+# The build (and the trixie source index it needs) stays under ~/.cache, never in the repository.
 set -euo pipefail
 
 PG_MAJOR=${PG_MAJOR:-15}
@@ -61,14 +61,15 @@ if ! have_vector; then
         apt_update
         apt-get install -y -qq --no-install-recommends "postgresql-server-dev-$PG_MAJOR" build-essential dpkg-dev >/dev/null
     fi
-    src_list=/etc/apt/sources.list.d/trixie-src.sources
-    if [ ! -f "$src_list" ]; then
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' > "$src_list"
-        apt_updated=0
-    fi
-    apt_update
-    rm -rf "$BUILD_ROOT" && mkdir -p "$BUILD_ROOT"
-    (cd "$BUILD_ROOT" && apt-get source -qq --download-only pgvector >/dev/null 2>&1 || apt-get source -qq --download-only pgvector)
+    # trixie's source index in a private apt configuration under $BUILD_ROOT: the machine's own
+    # apt sources are left alone
+    rm -rf "$BUILD_ROOT" && mkdir -p "$BUILD_ROOT/lists/partial"
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+        > "$BUILD_ROOT/trixie-src.list"
+    apt_src=(-o Dir::Etc::SourceList="$BUILD_ROOT/trixie-src.list" -o Dir::Etc::SourceParts=/dev/null
+             -o Dir::State::Lists="$BUILD_ROOT/lists" -o APT::Sandbox::User=root)
+    apt-get "${apt_src[@]}" update -qq
+    (cd "$BUILD_ROOT" && apt-get "${apt_src[@]}" source -qq --download-only pgvector >/dev/null)
     (cd "$BUILD_ROOT" && dpkg-source -x --no-check ./pgvector_*.dsc src >/dev/null)
     make -s -C "$BUILD_ROOT/src" PG_CONFIG="$PG_CONFIG" -j"$(nproc)" >/dev/null
     make -s -C "$BUILD_ROOT/src" PG_CONFIG="$PG_CONFIG" install >/dev/null
