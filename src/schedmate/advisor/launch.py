@@ -13,7 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.advisor.configs import parse_env_text
+from schedmate.advisor.configs import load_config, parse_env_text
+from schedmate.advisor.shell import ShellState, assignment, expand_words, split_statements
 
 __all__ = ["Launch", "parse_launch", "inside"]
 
@@ -21,6 +22,16 @@ _MAX_SCRIPT_BYTES = 512_000
 _MAX_DEPTH = 4
 _PY = re.compile(r"^(?:.*/)?python(?:\d(?:\.\d+)?)?$")
 _SHELLS = {"bash", "sh", "zsh", "sbatch", "source", "."}
+# commands of a launcher script that never start the training
+_NOT_TRAINING = {
+    "cd", "echo", "printf", "mkdir", "module", "conda", "export", "set", "unset", "source", ".", "nvidia-smi", "pip",
+    "pip3", "wandb", "ulimit", "trap", "wait", "sleep", "date", "hostname", "exit", "if", "fi", "then", "else",
+    "elif", "for", "do", "done", "while", "case", "esac", "rm", "cp", "mv", "ls", "cat", "tee", "ln", "touch",
+    "chmod", "git", "wget", "curl", "tar", "unzip", "gzip", "scontrol", "squeue", "srun_wrapper", "huggingface-cli",
+    "hf", "apt-get", "apt", "sed", "awk", "grep", "head", "tail", "find", "xargs", "test", "[", "[[", "true",
+    "false", "shift", "local", "declare", "readonly", "return", "function", "eval", "exec_wrapper", "which", "pwd",
+    "rsync", "scp", "ssh", "kill", "pkill", "free", "df", "du", "uname", "id", "whoami", "basename", "dirname",
+}
 # launcher flags that take no value (everything else of the form `--flag value` consumes one)
 _BOOL_FLAGS = {
     "--standalone", "--multi_gpu", "--use_env", "--use-env", "-u", "-B", "-O", "--no_python", "--no-python",
@@ -48,6 +59,7 @@ class Launch:
     parallelism: set[str] = field(default_factory=set)
     job_name: str | None = None
     config_paths: list[str] = field(default_factory=list)
+    tool: str | None = None  # a training CLI (yolo, fairseq-train, tune, ...) that ran instead of a script
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -78,28 +90,6 @@ def _int(text: str | None) -> int | None:
         return None
     m = re.match(r"^\s*(\d+)", str(text))
     return int(m.group(1)) if m else None
-
-
-def _expand(text: str, env: dict[str, str], positional: list[str]) -> str:
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3) or m.group(5) or ""
-        default = m.group(2)
-        val = positional[int(name) - 1] if name.isdigit() and 0 < int(name) <= len(positional) else env.get(name)
-        if val is None or val == "":
-            return default if default is not None else (m.group(0) if not name.isdigit() else "")
-        return val
-
-    pattern = r"\$\{([A-Za-z_0-9]+)(?::?[-=]([^}]*))?\}|\$\{([A-Za-z_0-9]+)(\})|\$([A-Za-z_][A-Za-z_0-9]*|\d)"
-    return re.sub(pattern, sub, re.sub(r"\$[@*#?!]", "", text))
-
-
-def _split_segments(command: str) -> list[str]:
-    out: list[str] = []
-    for line in re.split(r"\n|&&|\|\||;|\|", command.replace("\\\n", " ")):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out
 
 
 def _tokens(segment: str) -> list[str]:
@@ -184,6 +174,7 @@ class _Parser:
         self.root = root
         self.launch = Launch()
         self.seen_scripts: set[Path] = set()
+        self.tool: tuple[str, list[str], dict[str, str], str] | None = None  # the longest non-Python command
 
     def segment(self, tokens: list[str], env: dict[str, str], depth: int, where: str) -> bool:
         """Interpret one simple command; True once a Python entrypoint was found."""
@@ -203,9 +194,7 @@ class _Parser:
             return False
         prog = Path(tokens[0]).name
         rest = tokens[1:]
-        if prog in ("cd", "echo", "mkdir", "module", "conda", "export", "set", "source", ".", "nvidia-smi",
-                    "pip", "wandb", "ulimit", "trap", "wait", "sleep", "date", "hostname", "exit", "if", "fi",
-                    "then", "else", "for", "do", "done", "rm", "cp", "mv", "ls", "cat", "tee"):
+        if prog in _NOT_TRAINING:
             if prog in ("source", ".") and rest:
                 p = inside(self.root, rest[0])
                 if p is not None and p.stat().st_size <= _MAX_SCRIPT_BYTES:
@@ -288,6 +277,7 @@ class _Parser:
             cfg = _first(opts, "--config_file", "--config-file")
             if cfg:
                 L.config_paths.append(cfg)
+                self.accelerate_config(cfg)
             L.launcher = "accelerate"
             return self.python_target(rest[j:], env, depth, where)
         if _PY.match(prog):
@@ -296,7 +286,33 @@ class _Parser:
         if prog.endswith(".py"):
             L.launcher = L.launcher or "python"
             return self.python_target(tokens, env, depth, where)
+        if re.fullmatch(r"[A-Za-z][\w.+-]*", prog) and rest and (self.tool is None or len(rest) > len(self.tool[1])):
+            self.tool = (prog, list(rest), dict(env), where)
         return False
+
+    def accelerate_config(self, rel: str) -> None:
+        """`accelerate launch --config_file x.yaml`: processes, machines, precision and strategy it sets."""
+        path = inside(self.root, rel)
+        if path is None:
+            return
+        flat, err = load_config(path)
+        if err:
+            self.launch.notes.append(f"{rel}: {err}")
+            return
+        L = self.launch
+        procs, machines = _int(str(flat.get("num_processes", ""))), _int(str(flat.get("num_machines", "")))
+        if procs:
+            L.total_procs = L.total_procs or procs
+            L.sources.setdefault("n_gpus", f"{rel}: num_processes")
+        if machines:
+            L.n_nodes = L.n_nodes or machines
+        mp = str(flat.get("mixed_precision", "no")).lower()
+        if mp not in ("no", "none", "false", "") and L.precision is None:
+            L.precision = mp
+        kind = str(flat.get("distributed_type", "")).upper()
+        for key, par in (("MULTI_GPU", "ddp"), ("FSDP", "fsdp"), ("DEEPSPEED", "deepspeed")):
+            if kind == key:
+                L.parallelism.add(par)
 
     def python_target(self, tokens: list[str], env: dict[str, str], depth: int, where: str) -> bool:
         L = self.launch
@@ -338,23 +354,14 @@ class _Parser:
         _parse_sbatch(text, self.launch, where)
         if "#SBATCH" in text:
             self.launch.launcher = self.launch.launcher or "sbatch"
-        local_env = dict(env)
+        st = ShellState(env=dict(env), positional=list(positional), script_dir=str(Path(rel).parent))
         found = False
-        for seg in _split_segments(text):
+        for seg in split_statements(text):
             seg = re.sub(r"^(?:then|else|do|elif)\s+", "", seg)
-            m = re.match(r"""^(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)?)?([A-Za-z_][A-Za-z0-9_]*)="""
-                         r"""("[^"]*"|'[^']*'|\S*)\s*$""", seg)
-            if m:
-                local_env[m.group(1)] = _expand(m.group(2).strip("'\""), local_env, positional)
+            if assignment(seg, st):
                 continue
-            toks = []
-            for t in _tokens(seg):
-                if t in ("$@", "$*", "${@}", "${*}"):
-                    toks.extend(positional)  # the script's own arguments, passed on
-                else:
-                    toks.append(_expand(t, local_env, positional))
-            toks = [t for t in toks if t != ""]
-            if toks and not found and self.segment(toks, local_env, depth, where):
+            toks = expand_words(seg, st)
+            if toks and not found and self.segment(toks, st.env, depth, where):
                 found = True
         return found
 
@@ -363,12 +370,23 @@ def parse_launch(command: str | None, root: Path, *, default_entry: str | None =
     """Parse a launch command (possibly a shell launcher inside `root`) into a Launch."""
     parser = _Parser(root)
     if command:
-        env: dict[str, str] = {}
-        for seg in _split_segments(command):
-            toks = _tokens(seg)
-            if parser.segment(toks, env, 0, "command"):
+        st = ShellState()
+        for seg in split_statements(command):
+            if assignment(seg, st):
+                continue
+            if parser.segment(expand_words(seg, st), st.env, 0, "command"):
                 break
     L = parser.launch
+    if L.entrypoint is None and L.module is None and parser.tool is not None:
+        # a training CLI (`yolo train k=v`, `fairseq-train ...`, `llamafactory-cli train x.yaml`): its arguments
+        # are the run's settings even though its code is not in the job directory
+        prog, args, env, where = parser.tool
+        L.launcher = L.launcher if L.launcher not in (None, "python") else prog
+        L.tool = prog
+        L.args = args
+        L.env.update(env)
+        L.sources.setdefault("launcher", where)
+        default_entry = None
     if L.entrypoint is None and default_entry:
         L.entrypoint = default_entry
         L.sources.setdefault("entrypoint", "guessed from the job directory")

@@ -30,26 +30,30 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "max_steps": ("max_steps", "total_timesteps", "total_steps", "max_iters", "max_iter", "num_steps", "train_steps",
                   "training_steps", "num_iterations", "iterations", "iters", "n_steps", "steps",
                   "total_iters", "num_iters", "train_iters", "n_iters", "max_updates", "num_updates",
-                  "num_train_steps", "max_train_steps", "num_rounds", "num_boost_round",
+                  "num_train_steps", "max_train_steps", "max_update", "num_rounds", "num_boost_round",
                   "n_estimators", "num_episodes", "episodes", "n_episodes", "updates"),
-    "global_batch_size": ("global_batch_size", "total_batch_size", "effective_batch_size", "train_batch_size"),
+    "global_batch_size": ("global_batch_size", "total_batch_size", "effective_batch_size", "train_batch_size",
+                          "ims_per_batch"),
     "micro_batch_size": ("per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
                          "batch_size_per_gpu", "per_gpu_train_batch_size", "batch_size", "batchsize", "bs",
                          "batch", "mini_batch_size", "minibatch_size"),
     "grad_accum_steps": ("gradient_accumulation_steps", "grad_accum_steps", "grad_accum", "accumulate_grad_batches",
-                         "accum_steps", "accumulation_steps", "gradient_accumulation"),
-    "dataset_size": ("num_train_samples", "max_train_samples", "train_samples", "num_samples", "n_samples",
+                         "accum_steps", "accumulation_steps", "gradient_accumulation",
+                         "update_freq"),
+    "dataset_size": ("num_train_samples", "max_train_samples", "max_samples", "train_samples", "num_samples", "n_samples",
                      "dataset_size", "train_size", "n_train", "num_examples", "data_size", "samples",
                      "num_train", "n_examples", "num_data", "n_data"),
-    "max_samples": ("max_samples", "total_samples", "train_num_samples"),
+    "max_samples": ("total_samples", "train_num_samples"),
     "seq_len": ("max_seq_length", "max_seq_len", "seq_len", "seq_length", "sequence_length", "block_size",
-                "context_length", "max_length", "n_ctx", "ctx_len", "max_source_length", "context_len"),
-    "image_size": ("image_size", "img_size", "resolution", "input_size", "crop_size", "image_res", "imsize"),
+                "context_length", "max_length", "n_ctx", "ctx_len", "max_source_length", "context_len",
+                "sequence_len", "cutoff_len", "tokens_per_sample", "bptt"),
+    "image_size": ("image_size", "img_size", "resolution", "input_size", "crop_size", "image_res", "imsize", "imgsz",
+                   "train_crop_size"),
     "learning_rate": ("learning_rate", "lr", "base_lr", "max_lr", "init_lr"),
     "optimizer": ("optimizer", "optim", "opt", "optimizer_name", "optimizer_type"),
     "precision": ("precision", "mixed_precision", "dtype", "amp_dtype", "compute_dtype", "torch_dtype"),
-    "model_name": ("model_name_or_path", "model_name", "pretrained_model_name_or_path", "model", "arch",
-                   "architecture", "model_type", "backbone", "network", "net", "model_arch", "encoder"),
+    "model_name": ("model_name_or_path", "model_name", "pretrained_model_name_or_path", "base_model", "model", "arch",
+                   "architecture", "model_type", "backbone", "network", "net", "model_arch", "encoder", "meta_architecture"),
     "dataset": ("dataset_name", "dataset", "data_name", "task_name", "train_file", "data_path", "dataset_path",
                 "data_dir", "data", "train_data", "corpus"),
     "n_gpus": ("num_gpus", "n_gpus", "ngpus", "gpus", "n_gpu", "nproc_per_node", "num_processes", "devices",
@@ -100,9 +104,11 @@ _NAMED_PARENTS = {"model": "model_name", "net": "model_name", "network": "model_
 def field_for_key(key: str, *, strict: bool = False) -> str | None:
     """The metadata field a config/argument key sets, or None. `strict` skips generic names."""
     leaf = _leaf(key)
-    if leaf in ("name", "_name", "type", "_target_", "class_path", "id") and "." in key:
+    if leaf in ("name", "_name", "type", "_target_", "_component_", "class_path", "id") and "." in key:
         parent = _leaf(key.rsplit(".", 1)[0])
         return _NAMED_PARENTS.get(parent)
+    if leaf in ("train", "path") and re.search(r"(^|\.)(datasets?|data)(\.\d+)?\.(train|path)$", key.lower()):
+        return "dataset"  # DATASETS.TRAIN: (coco_2017_train,), datasets: [{path: org/name}]
     if strict and leaf in _WEAK:
         return None
     if leaf == "stage" and "zero" not in key.lower():
