@@ -77,3 +77,54 @@ def test_accelerate_config_file_sets_processes_precision_and_strategy(tmp_path: 
     launch = parse_launch("accelerate launch --config_file acc.yaml train.py --lr 1", tmp_path)
     assert (launch.n_gpus, launch.precision, launch.parallelism, launch.entrypoint) == (4, "bf16", {"ddp"}, "train.py")
     assert launch.args == ["--lr", "1"]
+
+
+# -- configs that inherit ---------------------------------------------------------------------
+def test_python_config_with_base_files_and_dict_calls(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {
+        "tools/train.py": "import argparse\nfrom mmengine.config import Config\nfrom mmengine.runner import Runner\n"
+                          "p = argparse.ArgumentParser()\np.add_argument('config')\nargs = p.parse_args()\n"
+                          "Runner.from_cfg(Config.fromfile(args.config)).train()\n",
+        "configs/_base_/data.py": "kind = 'CocoDataset'\nroot = 'data/coco/'\npipe = [dict(type='Resize', scale=(1333, 800))]\n"
+                                  "train_dataloader = dict(batch_size=2, dataset=dict(type=kind, data_root=root, pipeline=pipe))\n"
+                                  "val_dataloader = dict(batch_size=1, dataset=dict(type=kind))\n",
+        "configs/_base_/sched.py": "train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=12)\n"
+                                   "optim_wrapper = dict(optimizer=dict(type='SGD', lr=0.02, momentum=0.9))\n",
+        "configs/_base_/model.py": "model = dict(type='RetinaNet', backbone=dict(type='ResNet', depth=50))\n",
+        "configs/det/base.py": "_base_ = ['../_base_/model.py', '../_base_/data.py', '../_base_/sched.py']\n",
+        "configs/det/long.py": "_base_ = './base.py'\ntrain_cfg = dict(max_epochs=24)\n"
+                               "optim_wrapper = dict(optimizer=dict(_delete_=True, type='AdamW', lr=1e-4))\n",
+    })
+    e = x.extract(tmp_path, command="python tools/train.py configs/det/long.py", n_gpus=1)
+    m = e.metadata
+    assert (m.epochs, m.micro_batch_size, m.optimizer, m.learning_rate) == (24.0, 2, "adamw", 1e-4)
+    assert (m.model_name, m.task, m.dataset, m.dataset_size) == ("RetinaNet", "detection", "CocoDataset", 118_287)
+    assert e.sources["micro_batch_size"] == "configs/det/long.py (+4 inherited): train_dataloader.batch_size"
+
+
+def test_yaml_base_chain_and_yacs_command_line_opts(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {
+        "train_net.py": "from detectron2.engine import default_argument_parser\n",
+        "configs/Base.yaml": 'DATASETS:\n  TRAIN: ("coco_2017_train",)\nSOLVER:\n  IMS_PER_BATCH: 16\n  MAX_ITER: 90000\n'
+                             "  BASE_LR: 0.02\nMODEL:\n  META_ARCHITECTURE: GeneralizedRCNN\n",
+        "configs/det/r50_3x.yaml": '_BASE_: "../Base.yaml"\nSOLVER:\n  MAX_ITER: 270000\n',
+        "configs/det/loop.yaml": '_BASE_: "./loop.yaml"\n',
+    })
+    e = x.extract(tmp_path, command="python train_net.py --config-file configs/det/r50_3x.yaml --num-gpus 8 "
+                                    "SOLVER.IMS_PER_BATCH 32 SOLVER.BASE_LR 0.04")
+    m = e.metadata
+    assert (m.max_steps, m.global_batch_size, m.learning_rate) == (270_000, 32, 0.04)
+    assert (m.dataset, m.dataset_size, m.task, m.model_family) == ("coco_2017_train", 118_287, "detection", "detector")
+    looped = x.extract(tmp_path, command="python train_net.py --config-file configs/det/loop.yaml")
+    assert any("inherits from itself" in n for n in looped.notes)
+
+
+def test_missing_or_escaping_base_becomes_a_note(tmp_path: Path, x: StaticExtractor) -> None:
+    (tmp_path.parent / "outside.py").write_text("train_cfg = dict(max_epochs=99)\n")
+    write(tmp_path, {
+        "train.py": "import torch\n",
+        "cfg.py": "_base_ = ['../outside.py', 'nope.py']\ntrain_cfg = dict(max_epochs=3)\nbad = dict(x=open('f'))\n",
+    })
+    e = x.extract(tmp_path, command="python train.py cfg.py")
+    assert e.metadata.epochs == 3.0
+    assert sum("not found inside the job directory" in n for n in e.notes) == 2

@@ -8,6 +8,7 @@ code (argparse, click, dataclasses) and module constants. Every value keeps its 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
@@ -16,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedmate.advisor.configs import Flat, compose_hydra, literal, load_config
+from schedmate.advisor.configs import Flat, compose_hydra, literal
 from schedmate.advisor.derive import Candidate, Namespace, derive_metadata
+from schedmate.advisor.inherit import load_inherited
 from schedmate.advisor.launch import inside, parse_launch
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.advisor.pyscan import CodeFacts, Ref, scan_python
@@ -29,6 +31,7 @@ from schedmate.advisor.vocab import (
 
 __all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_digest"]
 
+_YACS_KEY = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+")
 _CONFIG_EXT = re.compile(r"\.(ya?ml|json|toml)$", re.I)
 _TEXT_EXT = {".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg", ".ini", ".env", ".txt", ".bash", ""}
 _SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "wandb", "outputs", "logs", "data",
@@ -137,14 +140,32 @@ def _cli_args(tokens: Sequence[str]) -> tuple[Flat, list[str], list[str]]:
             k, v = tok.split("=", 1)
             out[k.lstrip("+~")] = literal(v)
             i += 1
+        elif _YACS_KEY.fullmatch(tok) and i + 1 < len(tokens):
+            out[tok] = literal(tokens[i + 1])  # yacs/detectron2 opts: `SOLVER.MAX_ITER 90000`
+            i += 2
         else:
             positional.append(tok)
             i += 1
     return out, positional, overrides
 
 
+def _sequence_text(value: Any) -> Any:
+    """YAML strings that spell a Python tuple or list (yacs: `TRAIN: ("coco_2017_train",)`) as that value."""
+    if isinstance(value, str) and len(value) < 2000 and re.fullmatch(r"\s*[(\[].*[)\]]\s*", value, re.S):
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+        if isinstance(parsed, (list, tuple)):
+            return list(parsed)
+    return value
+
+
 def _coerce(fieldname: str, value: Any) -> Any:
     """A raw value as the field's type, or None when it cannot be one."""
+    value = _sequence_text(value)
+    if fieldname in _STR_FIELDS and isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        value = value[0]  # a single training dataset or model, written as a list
     if value is None or isinstance(value, (Ref, dict)):
         return None
     if isinstance(value, (list, tuple)):
@@ -258,10 +279,9 @@ class StaticExtractor:
             if path in seen:
                 continue
             seen.add(path)
-            flat, err = load_config(path)
-            label = str(path.relative_to(root))
-            if err:
-                notes.append(f"{label}: {err}")
+            flat, used, errs = load_inherited(path, root)
+            label = str(path.relative_to(root)) + (f" (+{len(used) - 1} inherited)" if len(used) > 1 else "")
+            notes.extend(errs)
             ns.add(_CONFIG, flat, label)
         env = {k.lower(): literal(v) for k, v in launch.env.items()}
         ns.add(_ENV, env, "environment")

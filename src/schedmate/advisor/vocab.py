@@ -161,7 +161,7 @@ KNOWN_MODELS: tuple[tuple[str, str, str | None, float | None], ...] = (
     (r"resnet[-_]?18", "resnet", "image-classification", 11.7e6),
     (r"resnet|resnext|wide_resnet", "resnet", "image-classification", None),
     (r"efficientnet|mobilenet|convnext|vgg|alexnet|densenet|regnet|lenet", "cnn", "image-classification", None),
-    (r"yolo|detr|faster_?rcnn|retinanet|mask_?rcnn", "detector", "detection", None),
+    (r"yolo|detr|rcnn|retinanet|fcos|ssd(?![a-z])|centernet", "detector", "detection", None),
     (r"unet|diffusion|ddpm|ddim|stable[-_]?diffusion", "unet", "diffusion", None),
     (r"lstm|(?<![a-z])gru|rnn", "rnn", None, None),
     (r"(?<![a-z])(gcn|gat|graphsage|gnn|gin|mpnn)(?![a-z])", "gnn", "graph", None),
