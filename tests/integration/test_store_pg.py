@@ -110,10 +110,18 @@ def test_empty_store_and_zero_vectors(open_store: Factory) -> None:
     assert [n.record.job_id for n in db.search(np.ones(8), 5)] == ["one"]  # no direction, no similarity
 
 
-def test_hnsw_index_serves_large_stores(open_store: Factory) -> None:
+def test_hnsw_index_is_built_once_the_store_is_large(open_store: Factory) -> None:
     records, vecs = recs(500, dim=32)
-    db = open_store(exact_below=0)
-    db.add(records, vecs)
+    small = open_store(exact_below=300)
+    small.add(records[:200], vecs[:200])
+    assert small.search(vecs[42], 1)[0].record.job_id == "j42" and not small._has_index()  # exact, no index
+    small.add(records[200:], vecs[200:])
+    small.build_index()  # what the Advisor calls after a large import
+    assert small._has_index()
+    db = open_store(exact_below=0)  # another handle on the same store: finds the index
+    assert db._indexed
+    # 500 rows: the planner would rightly scan; make it use the index so the HNSW path is what runs
+    db._db.execute("SET enable_seqscan = off")
     assert db.search(vecs[42], 1)[0].record.job_id == "j42"
     plan = "\n".join(r[0] for r in db._db.execute(
         f'EXPLAIN SELECT id FROM "{db.schema}".jobs ORDER BY embedding <=> %s LIMIT 5', (vecs[0],)))

@@ -2,9 +2,9 @@
 
 The same `HistoryStore` contract as `SqliteHistoryStore`, for a history shared by many users or
 machines. Every store lives in its own schema (`?schema=NAME` in the URL, default `schedmate`),
-so several stores share one database. PostgreSQL is the index too: the HNSW index
-(`vector_cosine_ops`) is maintained on insert, nothing is cached next to it. Small stores are
-searched exactly, as SQLite's are. psycopg and pgvector are imported only when a store is opened
+so several stores share one database. PostgreSQL holds the index too: small stores are searched
+exactly (as SQLite's are) and have none; once a store reaches `exact_below` jobs an HNSW index
+(`vector_cosine_ops`) is built in bulk and then maintained on insert. psycopg and pgvector are imported only when a store is opened
 (`pip install 'schedmate[postgres]'`).
 """
 
@@ -35,6 +35,7 @@ DEFAULT_SCHEMA = "schedmate"
 HNSW_MAX_DIM = 2000  # pgvector cannot index more dimensions; such stores are searched exactly
 _MIN_PGVECTOR = (0, 5)  # HNSW arrived in pgvector 0.5
 _PAGE = 1000  # rows per round trip when streaming records
+_INDEX = "jobs_embedding_hnsw"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 # column types, keyed by the SQLite store's columns so a new JobRecord column fails loudly here
@@ -116,6 +117,7 @@ class PgvectorHistoryStore:
         self.ef_search = max(1, ef_search)
         self._lock = threading.RLock()
         self._large = False  # stores only grow: once large, the exact-search count is skipped
+        self._indexed = False  # the HNSW index exists (it is built once the store is large)
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -140,6 +142,7 @@ class PgvectorHistoryStore:
                 self._create_tables()
                 self._check_format()
                 stored = self.get_meta("embedder")
+                self._indexed = self._has_index()
         except BaseException:
             self._db.close()
             raise
@@ -263,7 +266,7 @@ class PgvectorHistoryStore:
         return len(records)
 
     def _set_dim(self, dim: int) -> None:
-        """First add: fix the column's dimension and build the (empty) HNSW index."""
+        """First add: fix the column's dimension (an HNSW index needs it)."""
         from psycopg import sql
 
         self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"schedmate:{self.schema}",))
@@ -274,9 +277,6 @@ class PgvectorHistoryStore:
             return
         self._db.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})").format(
             self._t("jobs"), sql.Literal(dim)))
-        if dim <= HNSW_MAX_DIM:
-            self._db.execute(sql.SQL("CREATE INDEX IF NOT EXISTS jobs_embedding_hnsw ON {} USING hnsw "
-                                     "(embedding vector_cosine_ops)").format(self._t("jobs")))
         self.set_meta("dim", str(dim))
         if self._embedder_name:
             self.set_meta("embedder", self._embedder_name)
@@ -300,6 +300,37 @@ class PgvectorHistoryStore:
                                      for c in (*_COLS[1:], "embedding"))
         self._db.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM _schedmate_stage "
                                  "ON CONFLICT (job_id) DO UPDATE SET {}").format(self._t("jobs"), cols, cols, updates))
+
+    def _has_index(self) -> bool:
+        row = self._db.execute("SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+                               (self.schema, _INDEX)).fetchone()
+        return row is not None
+
+    def build_index(self) -> None:
+        """Build the HNSW index now (the Advisor calls this after importing into a large store).
+
+        Small stores are searched exactly and have no index, so bulk imports are plain COPYs and
+        the index is built once, in bulk (parallel workers, memory for the whole graph), which is
+        several times faster than growing it row by row. Later inserts maintain it."""
+        from psycopg import sql
+
+        dim = self.dim
+        if self._indexed or dim is None or dim > HNSW_MAX_DIM:
+            return
+        with self._lock, self._errors(), self._db.transaction():
+            self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"schedmate:{self.schema}",))
+            if not self._has_index():
+                n = self.count()
+                need_kb = int(n * (dim * 4 + 512) * 1.3 / 1024)  # the graph in memory: vectors + neighbour lists
+                row = self._db.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                                       ).fetchone()
+                if row and need_kb > int(row[0]):
+                    self._db.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                        sql.Literal(f"{min(need_kb, 2 << 20)}kB")))
+                self._db.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw "
+                                         "(embedding vector_cosine_ops)").format(sql.Identifier(_INDEX),
+                                                                                 self._t("jobs")))
+        self._indexed = True
 
     # -- reads ------------------------------------------------------------------------------
     def _select(self) -> sql.Composable:
@@ -367,6 +398,8 @@ class PgvectorHistoryStore:
             if n == 0:
                 return []
             self._large = n >= self.exact_below
+        if self._large and not self._indexed:
+            self.build_index()
         q = _unit_query(vector).astype(np.float32)
         query = sql.SQL("SELECT {}, embedding <=> %(q)s FROM {} ORDER BY embedding <=> %(q)s LIMIT %(k)s").format(
             self._select(), self._t("jobs"))
