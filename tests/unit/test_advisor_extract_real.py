@@ -128,3 +128,96 @@ def test_missing_or_escaping_base_becomes_a_note(tmp_path: Path, x: StaticExtrac
     e = x.extract(tmp_path, command="python train.py cfg.py")
     assert e.metadata.epochs == 3.0
     assert sum("not found inside the job directory" in n for n in e.notes) == 2
+
+
+# -- framework defaults -----------------------------------------------------------------------
+_HF_SCRIPT = (
+    "from dataclasses import dataclass, field\nfrom typing import Optional\n"
+    "from datasets import load_dataset\n"
+    "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+    "@dataclass\nclass DataArgs:\n"
+    "    dataset_name: Optional[str] = field(default=None, metadata={'help': 'hub name'})\n"
+    "    dataset_config_name: Optional[str] = field(default=None, metadata={'help': 'config'})\n"
+    "def main():\n    d, t = HfArgumentParser((DataArgs, TrainingArguments)).parse_args_into_dataclasses()\n"
+    "    raw = load_dataset(d.dataset_name, d.dataset_config_name)\n"
+    "    model = AutoModelForCausalLM.from_pretrained('gpt2')\n"
+    "    Trainer(model=model, args=t, train_dataset=raw['train']).train()\n"
+)
+
+
+def test_hf_trainer_defaults_decide_the_work(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"run_lm.py": _HF_SCRIPT})
+    cmd = "torchrun --nproc_per_node 2 run_lm.py --dataset_name wikitext --dataset_config_name wikitext-2-raw-v1 --do_train"
+    e = x.extract(tmp_path, command=cmd)
+    m = e.metadata
+    assert (m.epochs, m.micro_batch_size, m.global_batch_size, m.optimizer) == (3.0, 8, 16, "adamw")
+    assert e.sources["epochs"] == "framework default (transformers num_train_epochs)"
+    assert (m.dataset, m.dataset_size) == ("wikitext/wikitext-2-raw-v1", 36_718)
+    stepped = x.extract(tmp_path, command=cmd + " --max_steps 500 --per_device_train_batch_size 4").metadata
+    assert (stepped.max_steps, stepped.epochs, stepped.micro_batch_size) == (500, None, 4)
+
+
+def test_keras_fit_defaults_and_tf_keras_names(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"quick.py": "import tensorflow as tf\nds = tf.keras.datasets.fashion_mnist\n"
+                                 "(xt, yt), _ = ds.load_data()\n"
+                                 "model = tf.keras.Sequential([tf.keras.layers.Dense(10)])\n"
+                                 "model.compile(optimizer='adam', loss='mse')\nmodel.fit(xt, yt)\n"})
+    e = x.extract(tmp_path, command="python quick.py")
+    m = e.metadata
+    assert (m.framework, m.dataset, m.dataset_size) == ("keras", "fashion_mnist", 60_000)
+    assert (m.epochs, m.micro_batch_size) == (1.0, 32)
+    assert e.sources["micro_batch_size"] == "framework default (keras fit(batch_size))"
+
+
+def test_lightning_cli_constructor_defaults_and_trainer_default(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {"cli.py": "import torch\nfrom lightning.pytorch import LightningDataModule, LightningModule\n"
+                               "from lightning.pytorch.cli import LightningCLI\nfrom somewhere import MNIST\n"
+                               "class Lit(LightningModule):\n    def __init__(self, lr: float = 0.01):\n"
+                               "        super().__init__()\n"
+                               "class Data(LightningDataModule):\n    def __init__(self, batch_size: int = 48):\n"
+                               "        self.ds = MNIST('data', train=True)\n"
+                               "if __name__ == '__main__':\n    LightningCLI(Lit, Data)\n"})
+    m = x.extract(tmp_path, command="python cli.py fit").metadata
+    assert (m.framework, m.epochs, m.micro_batch_size, m.learning_rate) == ("lightning", 1000.0, 48, 0.01)
+    assert (m.dataset, m.dataset_size) == ("mnist", 60_000)
+    m = x.extract(tmp_path, command="python cli.py fit --trainer.max_steps 300 --data.batch_size 8").metadata
+    assert (m.epochs, m.max_steps, m.micro_batch_size) == (None, 300, 8)
+
+
+# -- what the code says about its settings ----------------------------------------------------
+def test_batch_scope_from_help_text_and_divided_settings(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {
+        "a.py": "import argparse\nimport torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
+                "p = argparse.ArgumentParser()\n"
+                "p.add_argument('--train_batch_size', type=int, default=16, help='Batch size (per device) for training.')\n"
+                "args = p.parse_args()\n",
+        "b.py": "import argparse\nimport torch\nfrom torch.nn.parallel import DistributedDataParallel\n"
+                "p = argparse.ArgumentParser()\n"
+                "p.add_argument('-b', '--batch-size', type=int, default=256, help='mini-batch size, the total '\n"
+                "               'batch size of all GPUs on the node')\n"
+                "p.add_argument('data', help='path to dataset')\nargs = p.parse_args()\n"
+                "args.batch_size = int(args.batch_size / torch.cuda.device_count())\n",
+        "c.py": "import os\nimport torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "batch_size = 12\ngradient_accumulation_steps = 40\nworld = int(os.environ.get('WORLD_SIZE', 1))\n"
+                "gradient_accumulation_steps //= world\n",
+    })
+    a = x.extract(tmp_path, command="torchrun --nproc_per_node 4 a.py --train_batch_size 2").metadata
+    assert (a.micro_batch_size, a.global_batch_size) == (2, 8)
+    b = x.extract(tmp_path, command="python b.py -b 512 /data/imagenet", n_gpus=8).metadata
+    assert (b.global_batch_size, b.micro_batch_size, b.dataset, b.dataset_size) == (512, None, "/data/imagenet", 1_281_167)
+    c = x.extract(tmp_path, command="torchrun --nproc_per_node 8 c.py").metadata
+    assert (c.micro_batch_size, c.grad_accum_steps, c.global_batch_size) == (12, 40, 480)
+
+
+def test_code_details_real_scripts_rely_on(tmp_path: Path, x: StaticExtractor) -> None:
+    write(tmp_path, {
+        "train.py": "import torch\nimport torchvision.transforms as T\nfrom model import Net\n"
+                    "dtype = 'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'\n"
+                    "init_from = 'scratch'\nmodel = Net.from_pretrained(init_from)\n"
+                    "tf = T.Compose([T.RandomResizedCrop(176), T.ToTensor()])\n"
+                    "opt_cls = torch.optim.AdamW\nopt = opt_cls(model.parameters(), lr=1e-3)\n",
+        "model.py": "import torch\nclass Net(torch.nn.Module):\n    def from_pretrained(self, name):\n"
+                    "        from transformers import AutoModel\n        return AutoModel.from_pretrained(name)\n",
+    })
+    m = x.extract(tmp_path, command="python train.py").metadata
+    assert (m.framework, m.precision, m.image_size, m.optimizer, m.model_name) == ("pytorch", "bf16", 176, "adamw", "Net")

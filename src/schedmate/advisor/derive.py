@@ -25,9 +25,10 @@ from schedmate.advisor.vocab import (
     model_facts,
     normalize_optimizer,
     normalize_precision,
+    tool_framework,
 )
 
-__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag"]
+__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag", "framework_of"]
 
 _NOT_TRAINING = re.compile(r"(^|[._])(eval|evaluation|val|valid|validation|test|predict|prediction|inference|"
                            r"sample|sampling|generate|generation|sampler)[._]")
@@ -46,6 +47,7 @@ class Namespace:
 
     def __init__(self) -> None:
         self.layers: list[tuple[int, Flat, str]] = []  # (priority, flat, source label)
+        self.field_overrides: dict[str, str] = {}  # key leaf -> field, when the code says what a key means
 
     def add(self, priority: int, flat: Mapping[str, Any], source: str) -> None:
         if flat:
@@ -69,15 +71,30 @@ class Namespace:
         keys = FIELD_KEYS.get(fieldname, ())
         for prio, flat, src in self.layers:
             for k, v in flat.items():
-                f = field_for_key(k, strict=prio in strict)
+                leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
+                f = self.field_overrides.get(leaf) or field_for_key(k, strict=prio in strict)
                 if f != fieldname:
                     continue
-                leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
-                rank = keys.index(leaf) if leaf in keys else len(keys) + (50 if leaf in ("_name", "_target_") else 0)
+                parent = k.rsplit(".", 2)[-2].lower() if k.count(".") else ""
+                if leaf in keys:
+                    rank = keys.index(leaf)
+                elif leaf in ("type", "name", "_component_", "class_path") and parent in keys and k.count(".") == 1:
+                    rank = keys.index(parent)  # model.type / model._component_ name the model like `model` does
+                else:
+                    rank = len(keys) + (50 if leaf in ("_name", "_target_") else 0)
                 # settings of evaluation or sampling (`eval.batch_size`, `sample.steps`) are not training's
                 if _NOT_TRAINING.search(k.lower()):
                     continue
                 yield Candidate(prio, rank, v, f"{src}: {k}")
+
+
+def _image_hint(facts: CodeFacts, sources: dict[str, str]) -> int | None:
+    """The crop the training transforms take (`RandomResizedCrop(224)`), else the evaluation resize."""
+    for key in ("image_size", "image_size_eval"):
+        if key in facts.hints and isinstance(facts.hints[key][0], int):
+            sources["image_size"] = f"{facts.hints[key][1]} transform size"
+            return int(facts.hints[key][0])
+    return None
 
 
 _PRECISION_FLAGS = {"bf16": "bf16", "fp16": "fp16", "half": "fp16", "amp": "mixed", "use_amp": "mixed",
@@ -100,25 +117,44 @@ def precision_flag(ns: Namespace, sources: dict[str, str]) -> str | None:
 
 
 def _hint(facts: CodeFacts, ns: Namespace, key: str) -> tuple[Any, str] | None:
-    """A value the code names (a literal, or a variable resolved against the run's settings) and where."""
+    """A value the code names (a literal, or variables resolved against the run's settings) and where."""
     if key not in facts.hints:
         return None
     value, where = facts.hints[key]
-    if isinstance(value, Ref):
-        r = ns.resolve(value, {})
-        value = r[0] if r else None
-    return value, where
+    parts = value if isinstance(value, tuple) else (value,)
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part, Ref):
+            r = ns.resolve(part, {})
+            part = r[0] if r else None
+        if part is not None:
+            out.append(part)
+    if isinstance(value, tuple):
+        return "/".join(str(p) for p in out if isinstance(p, str)) or None, where
+    return (out[0] if out else None), where
+
+
+# names a model factory receives that are not models (nanoGPT's init_from='scratch')
+_NOT_MODELS = {"scratch", "resume", "none", "auto", "local", "latest", "best", "last", ""}
+
+
+def framework_of(facts: CodeFacts, launch: Launch) -> str | None:
+    """The framework the code imports at module level (else inside functions), or the training CLI's."""
+    for imports in (facts.imports, facts.lazy_imports):
+        fw = next((fw for mod, fw in FRAMEWORK_IMPORTS if mod in imports), None)
+        if fw is not None:
+            return fw
+    return tool_framework(launch.tool) if launch.tool else None
 
 
 def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
             launch: Launch, ns: Namespace, n_gpus: int | None, n_nodes: int | None,
             gpu_model: str | None) -> WorkloadMetadata:
-    # framework from imports
-    framework = next((fw for mod, fw in FRAMEWORK_IMPORTS if mod in facts.imports), None)
+    framework = framework_of(facts, launch)
     # model name: a setting, else the name passed to a model factory, else the model class
     model_name = values.get("model_name")
     hint = _hint(facts, ns, "model_ref") if model_name is None else None
-    if hint is not None and isinstance(hint[0], str) and hint[0]:
+    if hint is not None and isinstance(hint[0], str) and hint[0].strip().lower() not in _NOT_MODELS:
         model_name, sources["model_name"] = hint
     if model_name is None and facts.model_classes:
         # the model the entrypoint builds; else the last one defined (composites follow their parts)
@@ -149,8 +185,9 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         params = float(facts.layer_params)
         sources["param_count"] = "sum of layer sizes written in the code"
     dataset = values.get("dataset")
-    hint = _hint(facts, ns, "dataset") if dataset is None else None
-    if hint is not None and isinstance(hint[0], str):
+    hint = _hint(facts, ns, "dataset")
+    if hint is not None and isinstance(hint[0], str) and (
+            dataset is None or hint[0].startswith(f"{dataset}/")):  # load_dataset(name, config) is more specific
         dataset, sources["dataset"] = hint
     ds_size = values.get("dataset_size")
     ds_task = None
@@ -214,8 +251,11 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
     micro = values.get("micro_batch_size")
     accum = values.get("grad_accum_steps") or 1
     gbs = values.get("global_batch_size")
+    # the code divides the setting by the process count (`accum //= world_size`): it already covers all processes
+    divided = any(f"divided:{k}" in facts.hints for f in ("micro_batch_size", "grad_accum_steps")
+                  for k in FIELD_KEYS[f] if f in values)
     if gbs is None and micro is not None:
-        dp = gpus if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"}) else 1
+        dp = gpus if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"} and not divided) else 1
         dp = max(1, dp // ((values.get("tensor_parallel") or 1) * (values.get("pipeline_parallel") or 1)))
         gbs = micro * accum * dp
         sources["global_batch_size"] = "micro batch x accumulation x data-parallel processes"
@@ -235,7 +275,7 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         max_steps=values.get("max_steps"),
         max_samples=values.get("max_samples"),
         seq_len=values.get("seq_len"),
-        image_size=values.get("image_size"),
+        image_size=values.get("image_size") or _image_hint(facts, sources),
         precision=precision,
         optimizer=optimizer,
         learning_rate=values.get("learning_rate"),

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.advisor.configs import Flat, compose_hydra, literal
-from schedmate.advisor.derive import Candidate, Namespace, derive_metadata
+from schedmate.advisor.derive import Candidate, Namespace, derive_metadata, framework_of
 from schedmate.advisor.inherit import load_inherited
-from schedmate.advisor.launch import inside, parse_launch
+from schedmate.advisor.launch import Launch, inside, parse_launch
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.advisor.pyscan import CodeFacts, Ref, scan_python
 from schedmate.advisor.vocab import (
     FIELD_KEYS,
+    FRAMEWORK_DEFAULTS,
+    FRAMEWORK_MARKERS,
     field_for_key,
     size_key,
 )
@@ -245,7 +247,12 @@ class StaticExtractor:
         cli, positional, overrides = _cli_args(launch.args)
         aliases = {k.split(":", 1)[1]: str(v[0]) for k, v in facts.hints.items() if k.startswith("alias:")}
         cli = {aliases.get(k, k): v for k, v in cli.items()}
+        for dest, tok in zip(facts.positionals, positional, strict=False):  # argparse positionals, in order
+            cli.setdefault(dest, literal(tok))
         ns = Namespace()
+        for k, (scope, _w) in facts.hints.items():  # `--train_batch_size` whose help says "per device"
+            if k.startswith("scope:") and field_for_key(k[6:]) in ("micro_batch_size", "global_batch_size"):
+                ns.field_overrides[k[6:].lower()] = "micro_batch_size" if scope == "micro" else "global_batch_size"
         if facts.hydra is not None:
             cp, cn = facts.hydra
             cn = str(cli.get("config_name") or cli.get("cn") or cn or "config")
@@ -324,9 +331,29 @@ class StaticExtractor:
                     src = kw_src.get(src.split(": ", 1)[1], src)
                 sources[fieldname] = src
 
+        self._framework_defaults(values, sources, facts, launch)
         size = self._size_knobs(ns)
         meta = derive_metadata(values, sources, size, facts, launch, ns, n_gpus, n_nodes, gpu_model)
         return Extraction(metadata=meta, sources=sources, size=size, notes=tuple(dict.fromkeys(notes)))
+
+    @staticmethod
+    def _framework_defaults(values: dict[str, Any], sources: dict[str, str], facts: CodeFacts,
+                            launch: Launch) -> None:
+        """Fill what the framework decides when nothing sets it (HF 3 epochs, Keras fit 1 epoch x 32, ...)."""
+        fw = framework_of(facts, launch)
+        if fw is None or fw not in FRAMEWORK_DEFAULTS:
+            return
+        marker = FRAMEWORK_MARKERS.get(fw)
+        used = {name for _f, name in facts.called} | facts.imported_names
+        if marker is not None and not launch.tool and not marker & used:
+            return
+        for fieldname, (value, name) in FRAMEWORK_DEFAULTS[fw].items():
+            if fieldname in values or (fieldname == "epochs" and "max_steps" in values):
+                continue
+            if fieldname == "micro_batch_size" and "global_batch_size" in values:
+                continue
+            values[fieldname] = value
+            sources[fieldname] = f"framework default ({fw} {name})"
 
     @staticmethod
     def _size_knobs(ns: Namespace) -> dict[str, float]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedmate.advisor.vocab import dataset_size
+
 __all__ = ["Ref", "CodeFacts", "scan_python", "scan_source"]
 
 MAX_PY_BYTES = 1_000_000
@@ -36,6 +38,9 @@ class CodeFacts:
     constants: dict[str, tuple[Any, str]] = field(default_factory=dict)
     call_kwargs: list[tuple[str, str, Any, str]] = field(default_factory=list)  # callee, kw, value|Ref, where
     imports: set[str] = field(default_factory=set)
+    lazy_imports: set[str] = field(default_factory=set)  # imported inside functions (optional dependencies)
+    imported_names: set[str] = field(default_factory=set)
+    positionals: list[str] = field(default_factory=list)  # argparse positional arguments, in order
     hints: dict[str, tuple[Any, str]] = field(default_factory=dict)
     parallelism: dict[str, str] = field(default_factory=dict)
     hydra: tuple[str | None, str | None] | None = None
@@ -88,6 +93,9 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
             default = _value(node.args[1], constants) if len(node.args) > 1 else None
             return Ref(key.value, f"get({key.value!r})") if default is None or isinstance(default, Ref) else (
                 Ref(key.value, f"get({key.value!r}, {default!r})"))
+    if isinstance(node, ast.IfExp):  # `'bfloat16' if cuda_ok else 'float16'`: the value the code prefers
+        body = _value(node.body, constants)
+        return body if not isinstance(body, Ref) else None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float") and node.args:
         return _value(node.args[0], constants)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Add)):
@@ -102,6 +110,22 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
 
 
 _ARGPARSE_ADD = {"add_argument", "add_option"}
+_CROPS = {"RandomResizedCrop", "RandomCrop", "RandomSizedCrop", "CenterCrop", "Resize"}
+_PER_DEVICE = re.compile(r"per[ _-]?(device|gpu|process|replica|core|worker|rank)|each (gpu|device|process)|"
+                         r"on each (gpu|device)", re.I)
+_ALL_DEVICES = re.compile(r"total|global|effective|all (gpus|devices|processes)|across (all )?(gpus|devices)", re.I)
+
+
+def _batch_scope(help_text: str) -> str | None:
+    """Whether an argument's help says its batch size is per device or for all devices together."""
+    low = help_text.lower()
+    if "batch" not in low:
+        return None
+    if _PER_DEVICE.search(low):
+        return "micro"
+    if _ALL_DEVICES.search(low):
+        return "global"
+    return None
 _LAYER_HINTS = {
     "Conv2d": "cnn", "Conv1d": "cnn", "Conv3d": "cnn", "Conv2D": "cnn", "Conv1D": "cnn",
     "LSTM": "rnn", "GRU": "rnn", "RNN": "rnn", "SimpleRNN": "rnn",
@@ -130,18 +154,25 @@ class _Visitor(ast.NodeVisitor):
     def __init__(self, facts: CodeFacts, fname: str) -> None:
         self.f = facts
         self.fname = fname
+        self.depth = 0  # function nesting
+
+    def _import(self, module: str) -> None:
+        (self.f.lazy_imports if self.depth else self.f.imports).add(module.split(".")[0])
 
     def where(self, node: ast.AST) -> str:
         return f"{self.fname}:{getattr(node, 'lineno', 0)}"
 
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
-            self.f.imports.add(a.name.split(".")[0])
+            self._import(a.name)
             self.f.local_modules.append(a.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.f.imported_names.update(a.name for a in node.names)
         if node.module and node.level == 0:
-            self.f.imports.add(node.module.split(".")[0])
+            self._import(node.module)
+            if node.module in ("tensorflow", "tf_keras") and any(a.name == "keras" for a in node.names):
+                self._import("keras")
             self.f.local_modules.append(node.module)
             if node.module.startswith("torch.nn.parallel") or node.module.startswith("torch.distributed.fsdp"):
                 for a in node.names:
@@ -178,6 +209,11 @@ class _Visitor(ast.NodeVisitor):
                 v = _value(value, self.f.constants)
                 if v is not None and not isinstance(v, Ref):
                     self.f.defaults.setdefault(target.id, (v, self.where(stmt)))
+        if any(b.endswith(("LightningModule", "LightningDataModule", "DataModule")) for b in bases):
+            # LightningCLI exposes these constructors' arguments as settings (`--data.batch_size`)
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                    self._arg_defaults(stmt)
         if any(b.endswith(("Module", "LightningModule", "Model", "Layer")) for b in bases) and not re.search(
                 r"Data|Loader|Callback|Dataset|Sampler|Metric", node.name + " ".join(bases)):
             self.f.model_classes.append((node.name, self.fname, self.where(node)))
@@ -208,12 +244,52 @@ class _Visitor(ast.NodeVisitor):
                             dest = longs[0].lstrip("-").split("/")[0].replace("-", "_")
                             self.f.defaults.setdefault(dest, (v, self.where(d)))
         # typer / fire style: def main(epochs: int = 3, batch_size: int = 32)
+        if node.name in ("main", "train", "run", "cli"):
+            self._arg_defaults(node)
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    def _arg_defaults(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         args = node.args
-        if node.name in ("main", "train", "run", "cli") and args.defaults:
-            for a, dflt in zip(args.args[-len(args.defaults):], args.defaults, strict=False):
-                v = _value(dflt, self.f.constants)
-                if v is not None and not isinstance(v, Ref):
-                    self.f.defaults.setdefault(a.arg, (v, self.where(a)))
+        if not args.defaults:
+            return
+        for a, dflt in zip(args.args[-len(args.defaults):], args.defaults, strict=False):
+            v = _value(dflt, self.f.constants)
+            if v is not None and not isinstance(v, Ref):
+                self.f.defaults.setdefault(a.arg, (v, self.where(a)))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        expr = _dotted(node)
+        if expr.startswith(("tf.keras.", "tensorflow.keras.")):
+            self.f.imports.add("keras")
+        if m := re.search(r"keras\.datasets\.(\w+)$", expr):
+            self.f.hints.setdefault("dataset", (m.group(1).lower(), self.where(node)))
+        # an optimizer class chosen without calling it here: `optimizer_cls = torch.optim.AdamW`
+        if re.search(r"(^|\.)(optim|optimizers)\.[A-Z]\w*$", expr) and not expr.endswith(".Optimizer"):
+            self.f.hints.setdefault("optimizer", (node.attr, self.where(node)))
+        self.generic_visit(node)
+
+    def _divided(self, target: ast.expr, value: ast.expr, op: ast.operator | None) -> None:
+        """`accum //= world_size`, `args.batch_size = int(args.batch_size / ngpus)`: the setting is for all processes."""
+        leaf = _dotted(target).rsplit(".", 1)[-1]
+        if not leaf:
+            return
+        if op is not None:
+            hit = isinstance(op, (ast.Div, ast.FloorDiv))
+        else:
+            hit = any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv))
+                      and _dotted(n.left) == _dotted(target) for n in ast.walk(value))
+        if hit:
+            self.f.hints.setdefault(f"divided:{leaf}", (True, self.where(target)))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._divided(node.target, node.value, node.op)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1:
+            self._divided(node.targets[0], node.value, None)
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
@@ -248,6 +324,13 @@ class _Visitor(ast.NodeVisitor):
             if dest is None and flags:
                 longs = [f for f in flags if f.startswith("--")]
                 dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+            if dest and flags and not flags[0].startswith("-") and dest not in self.f.positionals:
+                self.f.positionals.append(dest)
+            help_node = kw.get("help")
+            if dest and isinstance(help_node, ast.Constant) and isinstance(help_node.value, str):
+                scope = _batch_scope(help_node.value)
+                if scope:
+                    self.f.hints.setdefault(f"scope:{dest}", (scope, self.where(node)))
             if dest:
                 if "default" in kw:
                     v = _value(kw["default"], self.f.constants)
@@ -289,15 +372,19 @@ class _Visitor(ast.NodeVisitor):
             if re.search(pat, name):
                 self.f.hints.setdefault("task", (task, self.where(node)))
         if last == "load_dataset" and node.args:
-            parts = [_value(a, self.f.constants) for a in node.args[:2]]
-            names = [p for p in parts if isinstance(p, str)]
-            if names:
-                self.f.hints.setdefault("dataset", ("/".join(names), self.where(node)))
-            elif isinstance(parts[0], Ref):
-                self.f.hints.setdefault("dataset", (parts[0], self.where(node)))
+            parts = tuple(p for p in (_value(a, self.f.constants) for a in node.args[:2]) if isinstance(p, (str, Ref)))
+            if parts:  # names, or variables resolved later: load_dataset(args.dataset_name, args.dataset_config_name)
+                self.f.hints.setdefault("dataset", (parts if len(parts) > 1 else parts[0], self.where(node)))
         if re.search(r"(^|\.)datasets\.[A-Z][A-Za-z0-9]+$", name) or re.search(r"keras\.datasets\.\w+\.load_data$", name):
             ds = last if last != "load_data" else name.split(".")[-2]
             self.f.hints.setdefault("dataset", (ds.lower(), self.where(node)))
+        elif last[:1].isupper() and len(last) <= 24 and dataset_size(last)[1] is not None:
+            self.f.hints.setdefault("dataset", (last.lower(), self.where(node)))  # MNIST(root, train=True)
+        if last in _CROPS and node.args:
+            size = _value(node.args[0], self.f.constants)
+            if isinstance(size, int) and not isinstance(size, bool) and 8 <= size <= 8192:
+                key = "image_size" if last.startswith("Random") else "image_size_eval"
+                self.f.hints.setdefault(key, (size, self.where(node)))
         for a in [*node.args[:2], *kw.values()]:  # any call given a config file name reads it
             if isinstance(a, ast.Constant) and isinstance(a.value, str) and re.search(r"\.(ya?ml|json|toml)$", a.value):
                 self.f.config_literals.append(a.value)

@@ -21,6 +21,9 @@ __all__ = [
     "FRAMEWORK_IMPORTS",
     "normalize_precision",
     "normalize_optimizer",
+    "tool_framework",
+    "FRAMEWORK_DEFAULTS",
+    "FRAMEWORK_MARKERS",
 ]
 
 # field -> key spellings (most specific first); the last dotted component is matched
@@ -267,3 +270,38 @@ def normalize_optimizer(value: object) -> str | None:
         if pat in s:
             return out
     return s if re.fullmatch(r"[a-z][a-z0-9_]{1,20}", s) else None
+
+
+# training CLIs whose code is not in the job directory -> framework
+_TOOL_FRAMEWORKS: tuple[tuple[str, str], ...] = (
+    (r"^yolo$|ultralytics", "ultralytics"),
+    (r"^fairseq", "fairseq"),
+    (r"^tune$|torchtune", "torchtune"),
+    (r"llamafactory|^axolotl|^trl$", "transformers"),
+    (r"^deepspeed$", "deepspeed"),
+)
+
+
+def tool_framework(tool: str) -> str | None:
+    return next((fw for pat, fw in _TOOL_FRAMEWORKS if re.search(pat, tool)), None)
+
+
+# settings a framework uses when the run does not give them: field -> (value, the framework's own name)
+FRAMEWORK_DEFAULTS: dict[str, dict[str, tuple[object, str]]] = {
+    # transformers TrainingArguments (and TRL's configs built on it); epochs only count when max_steps is unset
+    "transformers": {"epochs": (3.0, "num_train_epochs"), "micro_batch_size": (8, "per_device_train_batch_size"),
+                     "learning_rate": (5e-5, "learning_rate"), "optimizer": ("adamw", "optim")},
+    # keras Model.fit
+    "keras": {"epochs": (1.0, "fit(epochs)"), "micro_batch_size": (32, "fit(batch_size)")},
+    # Lightning Trainer: max_epochs=None means 1000 when max_steps is unset too
+    "lightning": {"epochs": (1000.0, "Trainer(max_epochs)")},
+    # ultralytics `yolo train`
+    "ultralytics": {"epochs": (100.0, "epochs"), "micro_batch_size": (16, "batch"), "image_size": (640, "imgsz")},
+}
+# code that shows the framework's defaults are in play (its trainer / argument classes)
+FRAMEWORK_MARKERS: dict[str, frozenset[str]] = {
+    "transformers": frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig", "ORPOConfig",
+                               "KTOConfig", "GRPOConfig", "RewardConfig", "PPOConfig", "CPOConfig"}),
+    "keras": frozenset({"fit"}),
+    "lightning": frozenset({"Trainer", "LightningCLI"}),
+}
