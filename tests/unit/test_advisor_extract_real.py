@@ -221,3 +221,13 @@ def test_code_details_real_scripts_rely_on(tmp_path: Path, x: StaticExtractor) -
     })
     m = x.extract(tmp_path, command="python train.py").metadata
     assert (m.framework, m.precision, m.image_size, m.optimizer, m.model_name) == ("pytorch", "bf16", 176, "adamw", "Net")
+
+
+def test_shell_reading_is_bounded_and_never_raises() -> None:
+    assert _words("python t.py --a 1 2>&1 | tee log.txt &\nwait\n") == [["python", "t.py", "--a", "1", "2>&1"],
+                                                                        ["tee", "log.txt"], ["wait"]]
+    grow = 'A="x"\n' + 'A="$A $A"\n' * 40 + "python t.py $A\n"
+    (words,) = _words(grow)
+    assert len(words) < 60_000
+    for broken in ("X=( a b", "python 'unterminated", "${", "$((1/0))", "echo $(( 2 ** 99999 ))", "a && || ; ;; )(", ""):
+        _words(broken)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["ShellState", "split_statements", "expand_words", "assignment", "env_prefix"]
 
-_MAX_EXPANSION = 100_000  # characters a single statement may grow to
+_MAX_EXPANSION = 20_000  # characters a single statement may grow to (values past it are dropped)
 
 
 @dataclass
@@ -75,7 +75,7 @@ def split_statements(text: str) -> list[str]:
             buf.append(c)
         elif depth == 0 and (c == "\n" or c == ";"):
             flush()
-        elif depth == 0 and c in "&|":
+        elif depth == 0 and c in "&|" and not (c == "&" and (text[i - 1:i] in "<>" and i > 0 or text[i + 1:i + 2] == ">")):
             if text[i:i + 2] in ("&&", "||"):
                 i += 1
             flush()
@@ -176,6 +176,7 @@ def _expand_text(text: str, st: ShellState) -> str:
                                                                                st.script_dir, False))) or "", text)
     text = _SUBST.sub("", text)
     out: list[str] = []
+    size = 0
     quote = ""
     i = 0
     while i < len(text):
@@ -202,19 +203,21 @@ def _expand_text(text: str, st: ShellState) -> str:
             continue
         val = _lookup(m, st)
         i = m.end()
+        if size > _MAX_EXPANSION:
+            continue
         if val is None:
             out.append(m.group(0) if st.keep_unknown else "")
             continue
         if isinstance(val, list):  # each element its own word, quoted or not
             joined = " ".join(shlex.quote(v) for v in val)
             out.append('"' + joined + '"' if quote == '"' else joined)
+            size += len(joined)
             continue
         if quote == '"':
             out.append(val.replace("\\", "\\\\").replace('"', '\\"'))
         else:
             out.append(val)  # unquoted: split into words by the caller
-        if sum(len(s) for s in out) > _MAX_EXPANSION:
-            break
+        size += len(out[-1])
     return "".join(out)
 
 
@@ -242,7 +245,7 @@ def assignment(statement: str, st: ShellState) -> bool:
         if not rest.rstrip().endswith(")"):
             return False
         items = expand_words(rest.strip()[1:-1], st)
-        st.arrays[name] = (st.arrays.get(name, []) if append else []) + items
+        st.arrays[name] = ((st.arrays.get(name, []) if append else []) + items)[:_MAX_EXPANSION // 10]
         st.env.pop(name, None)
         return True
     try:
@@ -253,7 +256,7 @@ def assignment(statement: str, st: ShellState) -> bool:
     if len(words) > 1:
         return False  # `A=1 cmd ...`: an environment prefix, not an assignment
     value = words[0] if words else ""
-    st.env[name] = (st.env.get(name, "") + value) if append else value
+    st.env[name] = ((st.env.get(name, "") + value) if append else value)[:_MAX_EXPANSION]
     return True
 
 
