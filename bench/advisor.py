@@ -126,6 +126,24 @@ def corpus_eval(recs: list[JobRecord], embedder: object, tmp: Path) -> dict[str,
     return out
 
 
+def dev_eval(recs: list[JobRecord], embedder: object, tmp: Path, combine: str = "average") -> dict[str, object]:
+    """Design decisions are made here, never on the later half: each job of the EARLIER half from
+    every job before it (starting once a quarter of the corpus is known)."""
+    train = recs[: len(recs) // 2]
+    start = len(recs) // 4
+    adv = advisor_for(tmp, f"dev-{combine}", embedder, AdvisorSettings(use_agent=False, scaling=combine))  # type: ignore[arg-type]
+    adv.import_jobs(train[:start])
+    pairs, methods, rows = [], Counter(), []
+    for r in train[start:]:
+        a = adv.advise(r)
+        methods[a.method or "error"] += 1
+        if a.p50_s is not None and r.duration_s:
+            pairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
+            rows.append((r.job_id, Path(r.code_dir or "").name, r.duration_s, a.p50_s, a.detail))
+        adv.import_jobs([r])
+    return {"n": len(pairs), "scores": scores(pairs), "methods": dict(methods), "rows": rows}
+
+
 def helios_eval(embedder: object, tmp: Path) -> dict[str, object]:
     recs = [r for r in read_trace_jobs(HELIOS, "helios") if isinstance(r, JobRecord)]
     recs.sort(key=lambda r: (r.submit_time or 0.0, r.job_id))
@@ -221,6 +239,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         recs = load_corpus(args.corpus)
+        if "dev" in parts:
+            for combine in ("best", "average"):
+                res[f"dev_{combine}"] = dev_eval(recs, embedder, tmp, combine)
         if "corpus" in parts:
             res["corpus"] = corpus_eval(recs, embedder, tmp)
         if "helios" in parts:
@@ -236,6 +257,13 @@ def main() -> None:
 
 
 def report(res: dict[str, object]) -> None:
+    for key in ("dev_best", "dev_average"):
+        d = res.get(key)
+        if isinstance(d, dict):
+            sc = d["scores"]
+            print(f"{key}: {d['n']} jobs of the earlier half, online: within 100% {fmt_pct(sc['within_100pct'])}, "  # type: ignore[index]
+                  f"median rel err {fmt_pct(sc['median_rel_err'])}, in [p10,p90] {fmt_pct(sc['coverage_p10_p90'])}, "  # type: ignore[index]
+                  f"methods {d['methods']}")
     c = res.get("corpus")
     if not isinstance(c, dict):
         c = None

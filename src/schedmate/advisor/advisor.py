@@ -250,7 +250,7 @@ class Advisor:
             ext = Extraction(WorkloadMetadata(n_gpus=rec.n_gpus, n_nodes=rec.n_nodes, gpu_model=rec.gpu_model))
         meta = ext.metadata
         est = DurationEstimator(min_similarity=self.settings.min_similarity, k=self.settings.k,
-                                calibration=self.calibration())
+                                calibration=self.calibration(), combine=self.settings.scaling)
         neighbors: Sequence[Any] = ()
         try:
             vec = self.embedder.embed([self.text_of(meta, rec)])[0]

@@ -3,9 +3,11 @@
 Order (the answer says which one answered):
 1. `knn` / `knn-scaled`: neighbours above a similarity threshold; each neighbour's duration
    is scaled by the ratio of work (samples x per-sample cost / GPUs) between the new job and
-   it. Among a few candidate scalings (proportional, affine with a fixed start-up cost, and
-   GPU-scaling exponents 0 / 0.5 / 1) the one with the smallest leave-one-out error on the
-   neighbours themselves is used; that error also sets the interval's width.
+   it. Candidate scalings (proportional; affine with a start-up cost fitted on the neighbours;
+   affine with the framework's start-up cost learned across the history; each with GPU-scaling
+   exponents 0 / 0.5 / 1) are scored by leave-one-out error on the neighbours themselves and
+   averaged (in log) with weights 1 / error; the weighted error plus the candidates' disagreement
+   sets the interval's width. One or two neighbours cannot score them: see `_few`.
 2. `metadata`: work units / a throughput calibrated on the whole history (median ratio).
 3. `user-history`: the same user's past jobs (same GPU count and similar name first).
 4. `prior`: the median of all stored durations.
@@ -16,13 +18,13 @@ from __future__ import annotations
 import difflib
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.advisor.store import JobRecord, Neighbor
 
-__all__ = ["Prediction", "DurationEstimator", "work_units", "similar_names", "Z90"]
+__all__ = ["Prediction", "DurationEstimator", "work_units", "similar_names", "calibrate", "startup_costs", "Z90"]
 
 Z90 = 1.2815515655446004  # standard normal quantile of 0.9
 _SIGMA_FLOOR = 0.12  # run-to-run noise of identical jobs, in log space
@@ -122,26 +124,46 @@ def _wquantile(values: Sequence[float], weights: Sequence[float], q: float) -> f
 class _Model:
     name: str
     alpha: float  # GPU scaling exponent
-    affine: bool
+    affine: bool  # start-up cost fitted on the neighbours themselves
+    startup: bool = False  # start-up cost of the framework, learned across programs (calibrate)
 
 
-_MODELS = [_Model(f"{'affine' if a else 'prop'}-g{alpha}", alpha, a) for a in (False, True) for alpha in (0.0, 0.5, 1.0)]
+_ALPHAS = (0.0, 0.5, 1.0)
+_MODELS = ([_Model(f"prop-g{a}", a, False) for a in _ALPHAS] + [_Model(f"affine-g{a}", a, True) for a in _ALPHAS]
+           + [_Model(f"startup-g{a}", a, False, True) for a in _ALPHAS])
+_PROP_G1 = _MODELS[2]
 
 
 class DurationEstimator:
     """Turns neighbours (or their absence) into p10/p50/p90 and the name of the method used."""
 
-    def __init__(self, *, min_similarity: float = 0.8, k: int = 10, calibration: Mapping[str, float] | None = None) -> None:
+    def __init__(self, *, min_similarity: float = 0.8, k: int = 10, calibration: Mapping[str, float] | None = None,
+                 combine: str = "average") -> None:
         self.min_similarity = min_similarity
         self.k = k
         self.calibration = dict(calibration or {})
+        self.combine = combine  # "average" the candidate scalings, or use the "best" one only
+
+    def startup_s(self, meta: WorkloadMetadata) -> float | None:
+        """Fixed cost of a run of this framework (interpreter, imports, set-up), learned by `calibrate`."""
+        c = self.calibration.get(f"startup_s:{meta.framework}") if meta.framework else None
+        return c if c is not None else self.calibration.get("startup_s")
 
     # -- knn -------------------------------------------------------------------------------
-    def _predict_one(self, model: _Model, qf: dict[str, float], qg: float, train: list[tuple[dict[str, float], float, float, float]]
-                     ) -> float | None:
+    def _predict_one(self, model: _Model, qf: dict[str, float], qg: float, train: list[tuple[dict[str, float], float, float, float]],
+                     startup: float | None = None) -> float | None:
         """Median-of-neighbours prediction; train rows are (factors, gpus, duration, weight)."""
         if not train:
             return None
+        if model.startup:
+            if not startup:
+                return None
+            # d = c + v * work: only the part above the start-up cost scales (c at most 90% of a neighbour)
+            preds = []
+            for f, g, d, _ in train:
+                c = min(startup, 0.9 * d)
+                preds.append(c + (d - c) * _ratio(qf, f) * (g / qg) ** model.alpha)
+            return _wquantile(preds, [w for *_, w in train], 0.5)
         if model.affine:
             # d = c + b * w, fitted on the neighbours: Theil-Sen slope, median intercept
             xs = [_ratio(f, qf) * (qg / g) ** model.alpha for f, g, _, _ in train]  # effective work w_i / w_q
@@ -171,43 +193,50 @@ class DurationEstimator:
         rows = [(_factors(n.record.metadata, n.record.size), _gpus(n.record.metadata, n.record),  # type: ignore[arg-type]
                  float(n.record.duration_s), max(1e-3, n.similarity) ** 4) for n in close]  # type: ignore[arg-type]
         scalable = any(_ratio(qf, f) != 1.0 or g != qg for f, g, _, _ in rows)
+        startup = self.startup_s(meta)
+        top_sim = close[0].similarity
+        widen = 1.0 + 2.0 * max(0.0, 0.98 - top_sim)
+        method = "knn-scaled" if scalable else "knn"
         # leave-one-out error of each candidate model on the neighbours themselves
-        best: tuple[float, _Model, list[float]] | None = None
+        scored: list[tuple[float, _Model, float]] = []  # (mean squared log error, model, prediction)
         if len(rows) >= 3:
             for model in _MODELS:
                 errs: list[float] = []
                 for i, (f, g, d, _w) in enumerate(rows):
-                    pred = self._predict_one(model, f, g, rows[:i] + rows[i + 1:])
+                    pred = self._predict_one(model, f, g, rows[:i] + rows[i + 1:], startup)
                     if pred is None or pred <= 0:
-                        errs = []
                         break
                     errs.append(math.log(d / pred))
-                if not errs:
+                if len(errs) < len(rows):
                     continue
-                score = statistics.fmean(e * e for e in errs)
-                if best is None or score < best[0] - 1e-12:
-                    best = (score, model, errs)
-        top_sim = close[0].similarity
-        widen = 1.0 + 2.0 * max(0.0, 0.98 - top_sim)
-        method = "knn-scaled" if scalable else "knn"
-        if best is None:
+                p = self._predict_one(model, qf, qg, rows, startup)
+                if p is not None and p > 0:
+                    scored.append((statistics.fmean(e * e for e in errs), model, p))
+        if not scored:
             return self._few(qf, qg, rows, widen, method, tuple(close))
-        model = best[1]
-        p50 = self._predict_one(model, qf, qg, rows)
-        if p50 is None or p50 <= 0:
-            return self._few(qf, qg, rows, widen, method, tuple(close))
-        spread = math.sqrt(statistics.fmean(e * e for e in best[2]))
-        sigma = math.sqrt(spread**2 + _SIGMA_FLOOR**2) * widen
+        if self.combine == "best":
+            scored = [min(scored, key=lambda t: t[0])]
+        # models weighted by how well they predicted the neighbours (inverse leave-one-out error);
+        # the spread is the weighted error plus the models' disagreement
+        ws = [1.0 / (mse + _SIGMA_FLOOR**2) for mse, _, _ in scored]
+        total = sum(ws)
+        log_p50 = sum(w * math.log(p) for w, (_, _, p) in zip(ws, scored, strict=True)) / total
+        mse = sum(w * (m + (math.log(p) - log_p50) ** 2) for w, (m, _, p) in zip(ws, scored, strict=True)) / total
+        p50 = math.exp(log_p50)
+        sigma = math.sqrt(mse + _SIGMA_FLOOR**2) * widen
+        lead = scored[ws.index(max(ws))][1].name
         return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), method, tuple(close),
-                          detail=f"{len(close)} neighbours, model {model.name}, log-sigma {sigma:.2f}")
+                          detail=f"{len(close)} neighbours, {len(scored)} scalings (best {lead}), log-sigma {sigma:.2f}")
 
     def _few(self, qf: dict[str, float], qg: float, rows: list[tuple[dict[str, float], float, float, float]],
              widen: float, method: str, close: tuple[Neighbor, ...]) -> Prediction | None:
         """One or two neighbours: how duration scales with work is unknown (start-up cost, sub-linear
         scaling), so bracket it: p50 halfway (in log) between no scaling and proportional scaling,
-        the interval spanning both, widened by the neighbours' own spread."""
+        the interval spanning both, widened by the neighbours' own spread. (A framework start-up cost
+        learned across programs did worse here on the corpus's earlier half: with one neighbour, a
+        wrong work ratio is not hedged.)"""
         flat = _wquantile([d for _, _, d, _ in rows], [w for *_, w in rows], 0.5)  # no scaling at all
-        prop = self._predict_one(_MODELS[2], qf, qg, rows)  # proportional to work / GPUs
+        prop = self._predict_one(_PROP_G1, qf, qg, rows)  # proportional to work / GPUs
         if not flat or not prop or flat <= 0 or prop <= 0:
             return None
         p50 = math.sqrt(flat * prop)
@@ -270,7 +299,53 @@ class DurationEstimator:
         return Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
 
 
-def calibrate(records: Sequence[JobRecord]) -> dict[str, float]:
+def startup_costs(records: Sequence[JobRecord], *, max_per_program: int = 64) -> dict[str, float]:
+    """Start-up cost per framework (and overall), from runs of the same program with different work.
+
+    Two runs of one program (same code dir and entrypoint, same GPUs) whose work differs by a known
+    ratio r give d1 = c + v and d2 = c + r * v, so c = d1 - (d2 - d1) / (r - 1). Each program's
+    median c (clipped to [0, its shortest run]) is one vote; a framework's cost is the median vote
+    of its programs, so no single program decides it.
+    """
+    votes: dict[str, list[float]] = {}
+    for (_, _, fw), rows in _programs(records, max_per_program).items():
+        cs = [min(max(0.0, d1 - (d2 - d1) / (r - 1.0)), d1, d2) for r, d1, d2 in _pairs(rows)
+              if (d2 - d1) * (r - 1.0) > 0]  # more work that ran faster is noise
+        if cs:
+            c = min(statistics.median(cs), min(d for _, _, d in rows))
+            votes.setdefault(fw, []).append(c)
+            votes.setdefault("", []).append(c)
+    out = {f"startup_s:{fw}" if fw else "startup_s": statistics.median(v) for fw, v in votes.items()}
+    if "" in votes:
+        out["startup_programs"] = float(len(votes[""]))
+    return out
+
+
+def _programs(records: Sequence[JobRecord], max_per_program: int) -> dict[tuple[str, str, str], list[tuple[dict[str, float], float, float]]]:
+    """Runs grouped by program (code dir, entrypoint, framework): (work factors, GPUs, duration)."""
+    programs: dict[tuple[str, str, str], list[tuple[dict[str, float], float, float]]] = {}
+    for r in records:
+        m = r.metadata
+        if m is None or not r.duration_s or r.duration_s <= 0 or not (r.code_dir or m.entrypoint):
+            continue
+        rows = programs.setdefault((r.code_dir or "", m.entrypoint or "", m.framework or ""), [])
+        if len(rows) < max_per_program:
+            rows.append((_factors(m, r.size), _gpus(m, r), float(r.duration_s)))
+    return programs
+
+
+def _pairs(rows: list[tuple[dict[str, float], float, float]]) -> Iterator[tuple[float, float, float]]:
+    """(work ratio, d1, d2) for pairs of one program's runs on the same GPUs whose work differs by >= 1.5x."""
+    for i, (f1, g1, d1) in enumerate(rows):
+        for f2, g2, d2 in rows[i + 1:]:
+            if g1 != g2 or not (set(f1) & set(f2) & _WORK_KEYS):
+                continue
+            ratio = _ratio(f2, f1)
+            if abs(math.log(ratio)) >= math.log(1.5):
+                yield ratio, d1, d2
+
+
+def _throughput(records: Sequence[JobRecord]) -> dict[str, float]:
     """Throughput (work units / s) and its log-spread over past jobs whose work is computable.
 
     Fits d = overhead + w / rate robustly: overhead = a low quantile of durations of the
@@ -293,3 +368,8 @@ def calibrate(records: Sequence[JobRecord]) -> dict[str, float]:
     errs = [math.log(d / (overhead + w / rate)) for w, d in pairs]
     sigma = math.sqrt(statistics.fmean(e * e for e in errs))
     return {"rate": rate, "overhead_s": overhead, "sigma": sigma, "n": float(len(pairs))}
+
+
+def calibrate(records: Sequence[JobRecord]) -> dict[str, float]:
+    """Everything the estimator learns from the whole history: throughput and start-up costs."""
+    return _throughput(records) | startup_costs(records)

@@ -92,6 +92,9 @@ class AdvisorSettings(_Section):
     store: str = Field("", description="history store file (default: cache_dir/history.db)")
     k: int = Field(10, ge=1, le=200, description="neighbours used for a prediction")
     min_similarity: float = Field(0.8, ge=0, le=1, description="neighbours below this are not similar enough")
+    scaling: Literal["average", "best"] = Field(
+        "average", description="combine the candidate work scalings weighted by their error on the neighbours, "
+                               "or use the best one only")
     use_agent: bool = Field(True, description="ask the LLM agent for fields static analysis left empty")
     agent_max_steps: int = Field(6, ge=1, le=30)
     agent_max_prompt_chars: int = Field(24_000, ge=1000, description="prompt budget (keep under the server's context)")
