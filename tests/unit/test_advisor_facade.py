@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from schedmate.advisor import Advisor, InMemoryHistoryStore, JobRecord, SqliteHistoryStore
 from schedmate.advisor.agent import MetadataAgent
@@ -67,3 +68,23 @@ def test_import_then_advise_uses_similar_jobs(tmp_path: Path) -> None:
     a = adv.advise(JobRecord(job_id="q", code_dir=str(d), command="python train.py --epochs 6"))
     assert a.method == "knn-scaled" and a.p50_s is not None and abs(a.p50_s - 20.0) < 1.0
     assert a.neighbors and all(n[0] != "q" for n in a.neighbors)
+
+
+def test_a_failing_store_is_reported_as_the_store_not_the_embedder(tmp_path: Path) -> None:
+    from schedmate.core.errors import BackendError
+    from schedmate.core.settings import AdvisorSettings
+
+    class DownStore(InMemoryHistoryStore):
+        def search(self, vector: Any, k: int) -> list[Any]:
+            raise BackendError("postgresql://db/x: PostgreSQL: server closed the connection")
+
+        def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
+            raise BackendError("postgresql://db/x: PostgreSQL: server closed the connection")
+
+        def durations(self, limit: int = 100_000) -> list[float]:
+            raise BackendError("postgresql://db/x: PostgreSQL: server closed the connection")
+
+    adv = Advisor(DownStore(), HashEmbedder(), AdvisorSettings(use_agent=False))
+    a = adv.advise(JobRecord(job_id="q", user="ann", n_gpus=1))
+    assert a.error is not None and a.error.startswith("history store:") and "server closed" in a.error
+    assert a.method == "prior" and a.p50_s is not None  # still an answer

@@ -254,13 +254,29 @@ class Advisor:
         neighbors: Sequence[Any] = ()
         try:
             vec = self.embedder.embed([self.text_of(meta, rec)])[0]
-            neighbors = [n for n in self.store.search(vec, self.settings.k * 3 + 1) if n.record.job_id != rec.job_id]
         except BackendError as exc:
+            vec = None
             error = f"embedder: {exc}; predicted without similar jobs" if error is None else error
+        if vec is not None:
+            try:
+                neighbors = [n for n in self.store.search(vec, self.settings.k * 3 + 1) if n.record.job_id != rec.job_id]
+            except BackendError as exc:  # e.g. a PostgreSQL store that went away
+                error = f"history store: {exc}; predicted without similar jobs" if error is None else error
         user = rec.user
+        failures: list[str] = []
+
+        def read(fetch: Callable[[], Sequence[Any]]) -> Sequence[Any]:
+            try:
+                return fetch()
+            except BackendError as exc:  # the store failed: the fallbacks answer without it
+                failures.append(str(exc))
+                return []
+
         pred: Prediction = est.predict(meta, ext.size, neighbors, user=user, name=rec.name,
-                                       user_jobs=lambda: self.store.by_user(user, 2000) if user else [],
-                                       durations=lambda: self.store.durations(20_000))
+                                       user_jobs=lambda: read(lambda: self.store.by_user(user, 2000)) if user else [],
+                                       durations=lambda: read(lambda: self.store.durations(20_000)))
+        if failures and error is None:
+            error = f"history store: {failures[0]}; predicted without history"
         return Advice(
             job_id=rec.job_id, metadata=meta, p10_s=pred.p10_s, p50_s=pred.p50_s, p90_s=pred.p90_s,
             method=pred.method,
