@@ -4,6 +4,7 @@
     python bench/advisor_corpus/make_report.py
 """
 import json
+import math
 import os
 import platform
 import statistics
@@ -72,12 +73,24 @@ def main():
     lines.append(f"| **all** | | {len(d)} | {d[0]:.1f} | {statistics.median(d):.1f} | {d[-1]:.1f} | {d[-1] / d[0]:.1f}x |")
     if failed:
         lines += ["", "## Failed jobs", ""] + [f"- {h['job_id']} {h['name']}: see logs/{h['job_id']}.log" for h in failed]
+    load = meta.get("load_1min")
+    quiet = (f"1-minute load average {load['min']:.2f} to {load['max']:.2f} (median {load['median']:.2f}; "
+             f"sampled {load['sampled']}), no builds, tests or benchmarks ran beside it" if load else "load not recorded")
     lines += ["", "## Notes", "",
-              "- The VM has 2 cores and other sessions' builds/tests ran during the measurement (load average between about 1 and 9), "
-              "so the same command can take noticeably different times at different moments, as on a shared cluster. "
-              "An earlier full run of the same job list (discarded, because some families spanned less than 3x) measured "
-              "individual jobs up to ~1.7x faster or slower.",
-              "- Durations include interpreter start-up, imports (transformers/lightning/keras take several seconds), synthetic data "
+              f"- This run: {quiet}. {meta.get('note', '')}".rstrip(),
+              ]
+    prev = HERE / "history-run2-loaded.jsonl"
+    if prev.exists():
+        old = {r["job_id"]: r["duration_s"] for r in map(json.loads, prev.read_text().splitlines()) if r.get("duration_s")}
+        logs = [math.log(old[h["job_id"]] / h["duration_s"]) for h in hist if h["job_id"] in old and h["duration_s"]]
+        if logs:
+            lines.append(
+                f"- The previous run of the same {len(logs)} jobs (`{prev.name}`, 2026-11-21, while other sessions' builds and "
+                f"tests ran: load average about 1 to 9) took {math.exp(statistics.fmean(logs)):.2f}x as long on geometric "
+                f"average, with a per-job log-ratio spread of {statistics.pstdev(logs):.2f} (identical commands, "
+                f"{math.exp(min(logs)):.2f}x to {math.exp(max(logs)):.2f}x). That is the noise a shared machine adds; the "
+                "benchmark reports both runs.")
+    lines += ["- Durations include interpreter start-up, imports (transformers/lightning/keras take several seconds), synthetic data "
               "generation and, for multi-process jobs, torchrun/DDP start-up; so the smallest jobs are dominated by fixed overhead.",
               "- Families whose max/min is below 3x: the fixed start-up cost is a large share of every run there.",
               ]

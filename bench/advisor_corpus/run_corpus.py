@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -124,8 +125,10 @@ def main():
     out = Path(args.out)
     t_all = time.monotonic()
     n_failed = 0
+    loads = []  # 1-minute load average before each job: how quiet the machine was
     with open(out, "w") as f:
         for i, job in enumerate(jobs, 1):
+            loads.append(os.getloadavg()[0])
             rec = run_job(job, env, args.timeout, log_dir)
             f.write(json.dumps(rec) + "\n")
             f.flush()
@@ -136,7 +139,9 @@ def main():
     print(f"{len(jobs)} jobs, {n_failed} failed, total {total:.1f}s -> {out}")
     meta = {"total_s": round(total, 1), "n_jobs": len(jobs), "n_failed": n_failed,
             "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version()}
+            "python": platform.python_version(),
+            "load_1min": {"min": min(loads), "median": statistics.median(loads), "max": max(loads),
+                          "sampled": "before each job"}}
     Path(str(out) + ".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
