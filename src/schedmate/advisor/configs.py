@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from schedmate.advisor.pyconfig import python_config
+
 __all__ = ["Flat", "flatten", "load_config", "load_data", "python_config", "parse_env_text", "python_assignments",
            "compose_hydra",
            "literal", "MAX_CONFIG_BYTES"]
@@ -111,82 +113,6 @@ def _read_text(path: Path) -> str:
     if path.stat().st_size > MAX_CONFIG_BYTES:
         raise ValueError(f"larger than {MAX_CONFIG_BYTES} bytes")
     return path.read_bytes().decode("utf-8", errors="replace")
-
-
-_PY_BINOPS: dict[type, Any] = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-                                ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
-_MAX_PY_VALUE = 10_000  # elements a Python config value may build
-
-
-def _py_value(node: ast.AST, env: Mapping[str, Any], budget: list[int]) -> Any:
-    """A config value written in Python: literals, `dict(k=v)`, names assigned earlier, simple arithmetic."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        return _NOVALUE
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return env.get(node.id, _NOVALUE)
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = [_py_value(e, env, budget) for e in node.elts]
-        return _NOVALUE if any(i is _NOVALUE for i in items) else (list(items) if isinstance(node, ast.List)
-                                                                    else tuple(items))
-    if isinstance(node, ast.Dict):
-        out: dict[Any, Any] = {}
-        for k, v in zip(node.keys, node.values, strict=False):
-            val = _py_value(v, env, budget)
-            if k is None:  # {**base, ...}
-                if isinstance(val, Mapping):
-                    out.update(val)
-                continue
-            key = _py_value(k, env, budget)
-            if val is not _NOVALUE and isinstance(key, (str, int)):
-                out[key] = val
-        return out
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        out = {}
-        for kw in node.keywords:
-            val = _py_value(kw.value, env, budget)
-            if kw.arg is None:
-                if isinstance(val, Mapping):
-                    out.update(val)
-            elif val is not _NOVALUE:
-                out[kw.arg] = val
-        return out
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _py_value(node.operand, env, budget)
-        return -v if isinstance(v, (int, float)) and not isinstance(v, bool) else _NOVALUE
-    if isinstance(node, ast.BinOp) and type(node.op) in _PY_BINOPS:
-        left, right = _py_value(node.left, env, budget), _py_value(node.right, env, budget)
-        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
-        same_seq = type(left) is type(right) and isinstance(left, (str, list, tuple))
-        if (numbers and not (isinstance(node.op, ast.Div) and right == 0)) or (same_seq and isinstance(node.op, ast.Add)):
-            try:
-                return _PY_BINOPS[type(node.op)](left, right)
-            except (ArithmeticError, TypeError):
-                return _NOVALUE
-    return _NOVALUE
-
-
-def python_config(tree: ast.Module) -> dict[str, Any]:
-    """Top-level assignments of a Python config file (nanoGPT overrides, mmengine `dict(...)` configs), in order."""
-    env: dict[str, Any] = {}
-    budget = [_MAX_PY_VALUE]
-    for node in tree.body:
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        v = _py_value(value, env, budget)
-        if v is _NOVALUE:
-            continue
-        for t in targets:
-            if isinstance(t, ast.Name):
-                env[t.id] = v
-    return {k: v for k, v in env.items() if not k.startswith("__")}
 
 
 def load_data(path: Path) -> tuple[Any, str | None]:

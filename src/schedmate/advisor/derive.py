@@ -28,10 +28,16 @@ from schedmate.advisor.vocab import (
     tool_framework,
 )
 
-__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag", "framework_of"]
+__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag", "framework_of", "not_training", "IGNORED"]
 
 _NOT_TRAINING = re.compile(r"(^|[._])(eval|evaluation|val|valid|validation|test|predict|prediction|inference|"
                            r"sample|sampling|generate|generation|sampler)[._]")
+IGNORED = "-"  # Namespace.field_overrides value: a key the code uses for something other than training
+
+
+def not_training(key: str) -> bool:
+    """Settings of evaluation or sampling (`eval.batch_size`, `sample.steps`) are not training's."""
+    return bool(_NOT_TRAINING.search(key.lower()))
 
 
 @dataclass
@@ -82,8 +88,7 @@ class Namespace:
                     rank = keys.index(parent)  # model.type / model._component_ name the model like `model` does
                 else:
                     rank = len(keys) + (50 if leaf in ("_name", "_target_") else 0)
-                # settings of evaluation or sampling (`eval.batch_size`, `sample.steps`) are not training's
-                if _NOT_TRAINING.search(k.lower()):
+                if not_training(k):
                     continue
                 yield Candidate(prio, rank, v, f"{src}: {k}")
 
@@ -147,6 +152,32 @@ def framework_of(facts: CodeFacts, launch: Launch) -> str | None:
     return tool_framework(launch.tool) if launch.tool else None
 
 
+_TRANSFORMERS = {"gpt", "llama", "bert", "t5", "vit"}
+
+
+def _taken(cond: Any, ns: Namespace) -> bool:
+    """Whether code under `if <setting>` (cond = (Ref, branch)) runs with this run's settings; True when unconditional."""
+    if not isinstance(cond, tuple):
+        return bool(cond)
+    r = ns.resolve(cond[0], {})
+    return r is not None and bool(r[0]) is cond[1]
+
+
+def _built_model(facts: CodeFacts, ns: Namespace, sources: dict[str, str]) -> str | None:
+    """A model named by what the code builds: a classical estimator (RandomForestClassifier -> random_forest),
+    else a recurrent network from its layers (`layers.LSTM(...)` -> lstm, wrapped in Bidirectional -> bilstm)."""
+    if "estimator" in facts.hints:
+        name, sources["model_name"] = facts.hints["estimator"]
+        return str(name)
+    if "rnn_layer" in facts.hints:
+        layer, where = facts.hints["rnn_layer"]
+        sources["model_name"] = f"{where} {layer} layer built in the code"
+        name = {"SimpleRNN": "rnn"}.get(str(layer), str(layer).lower())
+        bi = "bidirectional" in facts.hints and _taken(facts.hints["bidirectional"][0], ns)
+        return ("bi" + name) if bi else name
+    return None
+
+
 def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
             launch: Launch, ns: Namespace, n_gpus: int | None, n_nodes: int | None,
             gpu_model: str | None) -> WorkloadMetadata:
@@ -161,6 +192,8 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         entry = launch.entrypoint or ""
         built = [c for c in facts.model_classes if (entry, c[0]) in facts.called]
         model_name, _f, sources["model_name"] = (built or facts.model_classes)[-1]
+    if model_name is None:
+        model_name = _built_model(facts, ns, sources)
     family = task = None
     params: float | None = None
     if model_name:
@@ -174,6 +207,13 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
     if family is None and "attention" in size:
         family = "transformer"
         sources["model_family"] = "attention settings"
+    script = launch.entrypoint or launch.module
+    if family in (None, "transformer") and script:
+        # pretrain_gpt.py, train_t5.py, -m tools.train_bert: the script's name, when nothing more specific is known
+        named, _t, _p = model_facts(re.split(r"[/.]", re.sub(r"\.py$", "", script))[-1])
+        if named is not None and (family is None or named in _TRANSFORMERS):
+            family = named
+            sources["model_family"] = f"entrypoint name ({script})"
     if params is None and size.get("width") and size.get("depth"):
         d, L = size["width"], size["depth"]
         transformer = family in ("gpt", "llama", "bert", "t5", "vit", "transformer") or "attention" in size

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedmate.advisor.budget import TOKEN_SCOPE, apply_budgets
 from schedmate.advisor.configs import Flat, compose_hydra, literal
-from schedmate.advisor.derive import Candidate, Namespace, derive_metadata, framework_of
+from schedmate.advisor.derive import IGNORED, Candidate, Namespace, derive_metadata, framework_of
 from schedmate.advisor.inherit import load_inherited
 from schedmate.advisor.launch import Launch, inside, parse_launch
 from schedmate.advisor.metadata import WorkloadMetadata
@@ -45,7 +46,10 @@ _INT_FIELDS = {"dataset_size", "global_batch_size", "micro_batch_size", "grad_ac
 _FLOAT_FIELDS = {"epochs", "learning_rate"}
 _STR_FIELDS = {"model_name", "dataset", "optimizer", "precision"}
 _WORK_CALLS = re.compile(r"(TrainingArguments|Seq2SeqTrainingArguments|Trainer|\bfit|DataLoader|Config|"
-                         r"train|SFTConfig|Accelerator|initialize|compile|Strategy|Dataset)$")
+                         r"train|SFTConfig|Accelerator|initialize|compile|Strategy|Dataset|pad_sequences|"
+                         r"TextVectorization)$")
+# calls whose settings are not training's: GenerationConfig(max_length=...), SamplingParams, evaluate(...)
+_NOT_TRAINING_CALL = re.compile(r"generat|sampl|eval|predict|infer|decod", re.I)
 
 # settings that only attention models have
 _ATTENTION_KEYS = {"n_embd", "d_model", "n_head", "num_heads", "num_attention_heads", "nhead", "n_ctx",
@@ -251,7 +255,11 @@ class StaticExtractor:
             cli.setdefault(dest, literal(tok))
         ns = Namespace()
         for k, (scope, _w) in facts.hints.items():  # `--train_batch_size` whose help says "per device"
-            if k.startswith("scope:") and field_for_key(k[6:]) in ("micro_batch_size", "global_batch_size"):
+            if not k.startswith("scope:"):
+                continue
+            if scope in ("ignore", TOKEN_SCOPE):  # "max length of generated text", "total batch size in tokens"
+                ns.field_overrides[k[6:].lower()] = IGNORED if scope == "ignore" else TOKEN_SCOPE
+            elif field_for_key(k[6:]) in ("micro_batch_size", "global_batch_size"):
                 ns.field_overrides[k[6:].lower()] = "micro_batch_size" if scope == "micro" else "global_batch_size"
         if facts.hydra is not None:
             cp, cn = facts.hydra
@@ -269,12 +277,15 @@ class StaticExtractor:
         cfg_paths: list[str] = [str(p) for p in config_files]
         for v in [*cli.values(), *positional]:
             for s in (v if isinstance(v, list) else [v]):
+                if isinstance(s, str) and (m := re.fullmatch(r"(.+\.py):[\w,.=-]*", s)):
+                    s = m.group(1)  # ml_collections `--config=configs/base.py:small` (an argument to get_config)
                 if isinstance(s, str) and (_CONFIG_EXT.search(s) or s.endswith(".py")) and s != launch.entrypoint:
                     cfg_paths.append(s)
         for k, (v, _w) in facts.defaults.items():
             if isinstance(v, str) and _CONFIG_EXT.search(v) and k not in cli:
                 cfg_paths.append(v)
         cfg_paths.extend(facts.config_literals)
+        cfg_paths.extend(self._templated_configs(facts, ns, aliases))
         cfg_paths.extend(launch.config_paths)
         seen: set[Path] = set()
         for rel in cfg_paths:
@@ -296,6 +307,8 @@ class StaticExtractor:
         kw_src: dict[str, str] = {}
         for callee, kw, val, where in facts.call_kwargs:
             if not _WORK_CALLS.search(callee) and field_for_key(kw, strict=True) not in ("learning_rate", "epochs"):
+                continue
+            if _NOT_TRAINING_CALL.search(callee.rsplit(".", 1)[-1]):
                 continue
             if isinstance(val, Ref):
                 r = ns.resolve(val, aliases)
@@ -332,7 +345,9 @@ class StaticExtractor:
                 sources[fieldname] = src
 
         self._framework_defaults(values, sources, facts, launch)
+        notes.extend(apply_budgets(values, sources, ns, calls=_KWARG, computed=_CONST))
         size = self._size_knobs(ns)
+        self._layer_width(size, facts, ns)
         meta = derive_metadata(values, sources, size, facts, launch, ns, n_gpus, n_nodes, gpu_model)
         return Extraction(metadata=meta, sources=sources, size=size, notes=tuple(dict.fromkeys(notes)))
 
@@ -354,6 +369,35 @@ class StaticExtractor:
                 continue
             values[fieldname] = value
             sources[fieldname] = f"framework default ({fw} {name})"
+
+    @staticmethod
+    def _templated_configs(facts: CodeFacts, ns: Namespace, aliases: Mapping[str, str]) -> list[str]:
+        """Config files the code builds from a run setting: `import_module(f"experiments.{args.experiment}")`."""
+        out: list[str] = []
+        for prefix, ref, suffix in facts.config_templates:
+            r = ns.resolve(ref, aliases)
+            value = r[0] if r is not None else facts.defaults.get(ref.key.rsplit(".", 1)[-1], (None, ""))[0]
+            if isinstance(value, str) and re.fullmatch(r"\w[\w./-]{0,200}", value) and ".." not in value:
+                if suffix == ".py" and prefix.endswith("/") and "." in value:  # import_module: dots are packages
+                    value = value.replace(".", "/")
+                out.append(f"{prefix}{value}{suffix}")
+        return out
+
+    @staticmethod
+    def _layer_width(size: dict[str, float], facts: CodeFacts, ns: Namespace) -> None:
+        """No width setting: the units of the recurrent layer the code builds, else of its widest dense layer."""
+        if "width" in size:
+            return
+        for key in ("rnn_units", "dense_units"):
+            if key not in facts.hints:
+                continue
+            value = facts.hints[key][0]
+            if isinstance(value, Ref):
+                r = ns.resolve(value, {})
+                value = r[0] if r is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                size["width"] = float(value)
+                return
 
     @staticmethod
     def _size_knobs(ns: Namespace) -> dict[str, float]:

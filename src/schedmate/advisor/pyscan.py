@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedmate.advisor.vocab import dataset_size
+from schedmate.advisor.vocab import dataset_size, help_scope
 
 __all__ = ["Ref", "CodeFacts", "scan_python", "scan_source"]
 
@@ -45,6 +45,7 @@ class CodeFacts:
     parallelism: dict[str, str] = field(default_factory=dict)
     hydra: tuple[str | None, str | None] | None = None
     config_literals: list[str] = field(default_factory=list)
+    config_templates: list[tuple[str, Ref, str]] = field(default_factory=list)  # f"experiments/{args.exp}.py"
     layers: Counter[str] = field(default_factory=Counter)
     local_modules: list[str] = field(default_factory=list)
     layer_params: int = 0
@@ -111,29 +112,18 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
 
 _ARGPARSE_ADD = {"add_argument", "add_option"}
 _CROPS = {"RandomResizedCrop", "RandomCrop", "RandomSizedCrop", "CenterCrop", "Resize"}
-_PER_DEVICE = re.compile(r"per[ _-]?(device|gpu|process|replica|core|worker|rank)|each (gpu|device|process)|"
-                         r"on each (gpu|device)", re.I)
-_ALL_DEVICES = re.compile(r"total|global|effective|all (gpus|devices|processes)|across (all )?(gpus|devices)", re.I)
-
-
-def _batch_scope(help_text: str) -> str | None:
-    """Whether an argument's help says its batch size is per device or for all devices together."""
-    low = help_text.lower()
-    if "batch" not in low:
-        return None
-    if _PER_DEVICE.search(low):
-        return "micro"
-    if _ALL_DEVICES.search(low):
-        return "global"
-    return None
 _LAYER_HINTS = {
     "Conv2d": "cnn", "Conv1d": "cnn", "Conv3d": "cnn", "Conv2D": "cnn", "Conv1D": "cnn",
     "LSTM": "rnn", "GRU": "rnn", "RNN": "rnn", "SimpleRNN": "rnn",
-    "TransformerEncoderLayer": "transformer", "TransformerDecoderLayer": "transformer",
+    "TransformerEncoderLayer": "transformer", "TransformerDecoderLayer": "transformer", "Transformer": "transformer",
+    "TransformerEncoder": "transformer", "TransformerDecoder": "transformer",
     "MultiheadAttention": "transformer", "MultiHeadAttention": "transformer",
     "Linear": "mlp", "Dense": "mlp", "Embedding": "embedding",
     "GCNConv": "gnn", "GATConv": "gnn", "SAGEConv": "gnn", "ConvTranspose2d": "unet",
 }
+# libraries of classical estimators (and how their short names read)
+_TABULAR = {"sklearn": "sklearn", "xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost",
+            "xgb": "xgboost", "lgbm": "lightgbm", "lgb": "lightgbm"}
 _MODEL_FACTORIES = re.compile(
     r"(from_pretrained|from_config|create_model|models\.\w+|get_model|build_model|load_model|AutoModel\w*)$")
 _TASK_CLASSES = (
@@ -155,6 +145,8 @@ class _Visitor(ast.NodeVisitor):
         self.f = facts
         self.fname = fname
         self.depth = 0  # function nesting
+        self.cond: tuple[Ref, bool] | None = None  # inside `if args.flag` (True) or its else (False)
+        self.tabular: dict[str, tuple[str, str]] = {}  # name or module alias -> (sklearn / xgboost / ..., class)
 
     def _import(self, module: str) -> None:
         (self.f.lazy_imports if self.depth else self.f.imports).add(module.split(".")[0])
@@ -165,12 +157,16 @@ class _Visitor(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             self._import(a.name)
+            if a.name.split(".")[0] in _TABULAR:
+                self.tabular[a.asname or a.name.split(".")[0]] = (a.name.split(".")[0], "")
             self.f.local_modules.append(a.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self.f.imported_names.update(a.name for a in node.names)
         if node.module and node.level == 0:
             self._import(node.module)
+            if node.module.split(".")[0] in _TABULAR:
+                self.tabular.update({a.asname or a.name: (node.module.split(".")[0], a.name) for a in node.names})
             if node.module in ("tensorflow", "tf_keras") and any(a.name == "keras" for a in node.names):
                 self._import("keras")
             self.f.local_modules.append(node.module)
@@ -294,6 +290,23 @@ class _Visitor(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
+    def _branches(self, test: ast.expr, body: list[ast.AST], orelse: list[ast.AST]) -> None:
+        """Visit both branches, remembering when they depend on a setting (`x = A(x) if args.flag else x`)."""
+        self.visit(test)
+        ref = _value(test, self.f.constants)
+        saved = self.cond
+        for part, taken in ((body, True), (orelse, False)):
+            self.cond = (ref, taken) if isinstance(ref, Ref) else saved
+            for n in part:
+                self.visit(n)
+        self.cond = saved
+
+    def visit_If(self, node: ast.If) -> None:
+        self._branches(node.test, list(node.body), list(node.orelse))
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._branches(node.test, [node.body], [node.orelse])
+
     def _layer_params(self, last: str, node: ast.Call) -> None:
         """Parameters of a torch layer whose sizes are literal (or module constants)."""
         vals = [_value(a, self.f.constants) for a in node.args[:3]]
@@ -312,6 +325,48 @@ class _Visitor(ast.NodeVisitor):
             return
         self.f.layer_params += n
 
+    def _layer_width(self, last: str, node: ast.Call, kw: dict[str, ast.expr]) -> None:
+        """Units of recurrent and dense layers (`layers.LSTM(args.lstm_units)`, `Dense(512)`): width hints."""
+        kind = _LAYER_HINTS[last]
+        if kind != "rnn" and last != "Dense":
+            return
+        arg = kw.get("units") or kw.get("hidden_size") or kw.get("num_units")
+        if arg is None and node.args:  # torch `nn.LSTM(input_size, hidden_size)`, keras `LSTM(units)`
+            arg = node.args[1] if len(node.args) > 1 else node.args[0]
+        v = _value(arg, self.f.constants) if arg is not None else None
+        if kind == "rnn":
+            self.f.hints.setdefault("rnn_layer", (last, self.where(node)))
+            if isinstance(v, Ref) or (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+                self.f.hints.setdefault("rnn_units", (v, self.where(node)))
+        elif isinstance(v, int) and not isinstance(v, bool) and v > max(1, self.f.hints.get("dense_units", (0, ""))[0]):
+            self.f.hints["dense_units"] = (v, self.where(node))  # the widest dense layer written literally
+
+    def _config_template(self, last: str, arg: ast.expr) -> None:
+        """A config file named by a run setting: `import_module(f"experiments.{args.exp}")`, `open(f"cfg/{name}.yaml")`."""
+        parts: list[ast.expr] = []
+        if isinstance(arg, ast.JoinedStr):
+            parts = list(arg.values)
+        elif isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Add):  # "experiments." + name (+ ".py")
+            node: ast.expr = arg
+            while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+                parts.insert(0, node.right)
+                node = node.left
+            parts.insert(0, node)
+        refs = [i for i, p in enumerate(parts) if not isinstance(p, ast.Constant)]
+        if len(refs) != 1 or not all(isinstance(p.value, str) for p in parts if isinstance(p, ast.Constant)):
+            return
+        i = refs[0]
+        inner = parts[i].value if isinstance(parts[i], ast.FormattedValue) else parts[i]  # type: ignore[attr-defined]
+        ref = _value(inner, self.f.constants)
+        if not isinstance(ref, Ref):
+            return
+        prefix = "".join(str(p.value) for p in parts[:i] if isinstance(p, ast.Constant))
+        suffix = "".join(str(p.value) for p in parts[i + 1:] if isinstance(p, ast.Constant))
+        if last == "import_module" and not suffix:
+            self.f.config_templates.append((prefix.replace(".", "/"), ref, ".py"))
+        elif re.search(r"\.(ya?ml|json|toml|py)$", suffix):
+            self.f.config_templates.append((prefix, ref, suffix))
+
     def visit_Call(self, node: ast.Call) -> None:
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
@@ -328,7 +383,7 @@ class _Visitor(ast.NodeVisitor):
                 self.f.positionals.append(dest)
             help_node = kw.get("help")
             if dest and isinstance(help_node, ast.Constant) and isinstance(help_node.value, str):
-                scope = _batch_scope(help_node.value)
+                scope = help_scope(help_node.value)
                 if scope:
                     self.f.hints.setdefault(f"scope:{dest}", (scope, self.where(node)))
             if dest:
@@ -345,6 +400,14 @@ class _Visitor(ast.NodeVisitor):
         elif last in _LAYER_HINTS:
             self.f.layers[_LAYER_HINTS[last]] += 1
             self._layer_params(last, node)
+            self._layer_width(last, node, kw)
+        lib, cls = self.tabular.get(last) or (self.tabular.get(name.split(".")[0], ("", ""))[0], last)
+        if lib and (re.search(r"[a-z](Classifier|Regressor|Ranker)$", cls) or (cls == "train" and lib != "sklearn")):
+            est = re.sub(r"(Classifier|Regressor|Ranker)$", "", cls) if cls != "train" else lib
+            est = _TABULAR.get(est.lower(), re.sub(r"(?<=[a-z])(?=[A-Z])", "_", est).lower())
+            self.f.hints.setdefault("estimator", (est, f"{self.where(node)} {name}(...)"))  # -> random_forest
+        if last == "Bidirectional":  # (Ref, taken) when only built under a setting
+            self.f.hints.setdefault("bidirectional", (self.cond or True, self.where(node)))
         if last in ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "fully_shard"):
             self._parallel_name(last, node)
         if name.endswith("deepspeed.initialize") or last == "DeepSpeedStrategy":
@@ -385,6 +448,8 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(size, int) and not isinstance(size, bool) and 8 <= size <= 8192:
                 key = "image_size" if last.startswith("Random") else "image_size_eval"
                 self.f.hints.setdefault(key, (size, self.where(node)))
+        if node.args:
+            self._config_template(last, node.args[0])
         for a in [*node.args[:2], *kw.values()]:  # any call given a config file name reads it
             if isinstance(a, ast.Constant) and isinstance(a.value, str) and re.search(r"\.(ya?ml|json|toml)$", a.value):
                 self.f.config_literals.append(a.value)

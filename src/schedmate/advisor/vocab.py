@@ -24,12 +24,13 @@ __all__ = [
     "tool_framework",
     "FRAMEWORK_DEFAULTS",
     "FRAMEWORK_MARKERS",
+    "help_scope",
 ]
 
 # field -> key spellings (most specific first); the last dotted component is matched
 FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "epochs": ("num_train_epochs", "max_epochs", "num_epochs", "n_epochs", "epochs", "train_epochs",
-               "total_epochs", "epoch", "nepochs", "num_epoch"),
+               "total_epochs", "epoch", "nepochs", "num_epoch", "max_epoch"),
     "max_steps": ("max_steps", "total_timesteps", "total_steps", "max_iters", "max_iter", "num_steps", "train_steps",
                   "training_steps", "num_iterations", "iterations", "iters", "n_steps", "steps",
                   "total_iters", "num_iters", "train_iters", "n_iters", "max_updates", "num_updates",
@@ -49,14 +50,16 @@ FIELD_KEYS: dict[str, tuple[str, ...]] = {
     "max_samples": ("total_samples", "train_num_samples"),
     "seq_len": ("max_seq_length", "max_seq_len", "seq_len", "seq_length", "sequence_length", "block_size",
                 "context_length", "max_length", "n_ctx", "ctx_len", "max_source_length", "context_len",
-                "sequence_len", "cutoff_len", "tokens_per_sample", "bptt"),
+                "sequence_len", "cutoff_len", "tokens_per_sample", "bptt", "max_sequence_length", "maxlen", "max_len",
+                "max_input_length", "output_sequence_length"),
     "image_size": ("image_size", "img_size", "resolution", "input_size", "crop_size", "image_res", "imsize", "imgsz",
                    "train_crop_size"),
     "learning_rate": ("learning_rate", "lr", "base_lr", "max_lr", "init_lr"),
     "optimizer": ("optimizer", "optim", "opt", "optimizer_name", "optimizer_type"),
     "precision": ("precision", "mixed_precision", "dtype", "amp_dtype", "compute_dtype", "torch_dtype"),
     "model_name": ("model_name_or_path", "model_name", "pretrained_model_name_or_path", "base_model", "model", "arch",
-                   "architecture", "model_type", "backbone", "network", "net", "model_arch", "encoder", "meta_architecture"),
+                   "architecture", "model_type", "backbone", "network", "net", "model_arch", "encoder", "meta_architecture",
+                   "estimator", "estimator_name", "classifier", "regressor", "algo"),
     "dataset": ("dataset_name", "dataset", "data_name", "task_name", "train_file", "data_path", "dataset_path",
                 "data_dir", "data", "train_data", "corpus"),
     "n_gpus": ("num_gpus", "n_gpus", "ngpus", "gpus", "n_gpu", "nproc_per_node", "num_processes", "devices",
@@ -126,7 +129,10 @@ def field_for_key(key: str, *, strict: bool = False) -> str | None:
 
 
 def size_key(key: str) -> str | None:
-    return _KEY_TO_SIZE.get(_leaf(key))
+    leaf = _leaf(key)
+    if leaf not in _KEY_TO_SIZE and re.fullmatch(r"[a-z]+_units", leaf):
+        return "width"  # lstm_units, rnn_units, num_units: a recurrent or dense layer's width
+    return _KEY_TO_SIZE.get(leaf)
 
 
 # model name pattern -> (family, task, params). Matched against a lower-cased name, in order.
@@ -166,11 +172,12 @@ KNOWN_MODELS: tuple[tuple[str, str, str | None, float | None], ...] = (
     (r"efficientnet|mobilenet|convnext|vgg|alexnet|densenet|regnet|lenet", "cnn", "image-classification", None),
     (r"yolo|detr|rcnn|retinanet|fcos|ssd(?![a-z])|centernet", "detector", "detection", None),
     (r"unet|diffusion|ddpm|ddim|stable[-_]?diffusion", "unet", "diffusion", None),
-    (r"lstm|(?<![a-z])gru|rnn", "rnn", None, None),
+    (r"lstm|(?<![a-z])(bi)?gru|rnn", "rnn", None, None),
     (r"(?<![a-z])(gcn|gat|graphsage|gnn|gin|mpnn)(?![a-z])", "gnn", "graph", None),
     (r"(?<![a-z])mlp|feedforward|fc_?net|dense_?net_?small", "mlp", None, None),
     (r"(?<![a-z])cnn|convnet|conv_net", "cnn", None, None),
-    (r"xgboost|lightgbm|gradient_?boost|random_?forest|gbm|gbdt", "tree", "tabular", None),
+    (r"xgb|lightgbm|lgbm|catboost|gradient_?boost|random_?forest|extra_?trees?|decision_?tree|adaboost|gbm|gbdt",
+     "tree", "tabular", None),
     (r"(?<![a-z])(dqn|ppo|a2c|sac)(?![a-z])|reinforce|actor_?critic", "rl", "rl", None),
 )
 _KNOWN_MODELS_RE = [(re.compile(p), fam, task, params) for p, fam, task, params in KNOWN_MODELS]
@@ -305,3 +312,28 @@ FRAMEWORK_MARKERS: dict[str, frozenset[str]] = {
     "keras": frozenset({"fit"}),
     "lightning": frozenset({"Trainer", "LightningCLI"}),
 }
+
+
+# what an argument's help text says about the setting
+_PER_DEVICE = re.compile(r"per[ _-]?(device|gpu|process|replica|core|worker|rank)|each (gpu|device|process)|"
+                         r"on each (gpu|device)", re.I)
+_ALL_DEVICES = re.compile(r"total|global|effective|all (gpus|devices|processes)|across (all )?(gpus|devices)", re.I)
+_NOT_TRAINING_HELP = re.compile(r"\b(generat\w*|sampling|decod\w*|inference|evaluation|eval|validation|beam|"
+                                r"new tokens|completions?)\b")
+
+
+def help_scope(help_text: str) -> str | None:
+    """What an argument's help says about it: a batch per device ("micro"), for all devices ("global"), counted in
+    tokens ("tokens"), or a setting of generation / evaluation only ("ignore")."""
+    low = help_text.lower()
+    if _NOT_TRAINING_HELP.search(low) and "train" not in low:
+        return "ignore"
+    if "batch" not in low:
+        return None
+    if re.search(r"\btokens?\b", low):
+        return "tokens"
+    if _PER_DEVICE.search(low):
+        return "micro"
+    if _ALL_DEVICES.search(low):
+        return "global"
+    return None
