@@ -111,6 +111,8 @@ def test_python_config_evaluation_is_bounded_and_never_runs_code() -> None:
            "    c.big = [0] * 10 ** 9\n    c.n = int(c.a) * 2\n    for i in range(10):\n        c.a = i\n    return c\n")
     out = python_config(ast.parse(src))
     assert flatten(out) == {"A.z": 3, "a": 1, "n": 2}  # no recursion, no cycle, unknown calls dropped
+    top = python_config(ast.parse("cfg = Config(model=Config(depth=6))\ncfg.model.depth = 12\ncfg.x = os.cpu_count()\n"))
+    assert flatten(top) == {"cfg.model.depth": 12}
     deep = "x = " + "Config(a=" * 150 + "1" + ")" * 150 + "\n"
     assert len(flatten(python_config(ast.parse(deep)))) == 0  # deeper than flatten follows
     loop = "def get_config():\n    c = Config()\n" + "    c.a = c.b = Config(k=1)\n" * 3000 + "    return c\n"

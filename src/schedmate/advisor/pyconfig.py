@@ -224,11 +224,11 @@ def python_config(tree: ast.Module) -> dict[str, Any]:
         else:
             continue
         v = ev.value(value, env)
-        if v is NOVALUE:
-            continue
         for t in targets:
-            if isinstance(t, ast.Name):
+            if isinstance(t, ast.Name) and v is not NOVALUE:
                 env[t.id] = v
+            elif not isinstance(t, ast.Name):
+                ev.assign(t, v, env)  # `cfg.model.depth = 12` after `cfg = Config(...)`
     out = {k: v for k, v in env.items() if not k.startswith("__")}
     names = [n for n in functions if CONFIG_FUNCTION.match(n)]
     if names:
