@@ -225,3 +225,18 @@ def test_env_file_totals_and_graph_sizes(tmp_path: Path, x: StaticExtractor) -> 
     assert x.extract(tmp_path, command="bash run.sh envs/long.env").metadata.max_steps == 200000
     m = x.extract(tmp_path, command="python gnn.py --num-nodes 5000").metadata
     assert (m.dataset_size, m.n_nodes, m.epochs) == (5000, None, 100)
+
+
+def test_an_option_default_sizes_the_model_like_the_same_option_given(tmp_path: Path, x: StaticExtractor) -> None:
+    # `--hidden` left at its default and `--hidden 1024` must both give a width, or the two jobs
+    # compare as if they had the same model; a bare `hidden=` of some other function call does not
+    root = write(tmp_path, {"train.py": (
+        "import argparse\nimport torch.nn as nn\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--hidden', type=int, default=256)\np.add_argument('--epochs', type=int, default=3)\n"
+        "args = p.parse_args()\n"
+        "def block(d, hidden=64):\n    return nn.Linear(d, hidden)\n")})
+    default = x.extract(root, command="python train.py")
+    given = x.extract(root, command="python train.py --hidden 1024")
+    assert default.size.get("width") == 256.0
+    assert given.size.get("width") == 1024.0

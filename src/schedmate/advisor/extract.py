@@ -409,8 +409,10 @@ class StaticExtractor:
                 s = size_key(k)
                 if s is None or isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                     continue
-                if prio >= _KWARG and k.rsplit(".", 1)[-1].lower() in ("dim", "hidden", "units", "layers", "blocks",
-                                                                         "channels", "ch", "filters", "heads"):
+                # a bare generic name ("hidden", "dim") in code is some function's argument; as the default of
+                # a command-line option or config field it is the run's setting, like the same option given
+                if prio in (_KWARG, _CONST) and k.rsplit(".", 1)[-1].lower() in (
+                        "dim", "hidden", "units", "layers", "blocks", "channels", "ch", "filters", "heads"):
                     continue
                 if s not in out or prio < out[s][0]:
                     out[s] = (prio, float(v))
