@@ -97,3 +97,19 @@ def test_extraction_cache_table(tmp_path: Path) -> None:
     assert db.get_extraction("k") is None
     db.put_extraction("k", "{}")
     assert db.get_extraction("k") == "{}"
+
+
+def test_vectors_are_read_in_chunks_that_cover_every_row_once(tmp_path: Path) -> None:
+    records, vecs = recs(23, dim=8)
+    db = SqliteHistoryStore(tmp_path / "h.db")
+    db.add(records, vecs)
+    db.add([JobRecord(job_id="j5", duration_s=9.0)], vecs[6:7])  # a replaced row moves to the end
+    chunks = list(db._vector_chunks(5))
+    assert [len(k) for k, _ in chunks] == [5, 5, 5, 5, 3]
+    keys = np.concatenate([k for k, _ in chunks])
+    assert len(set(keys.tolist())) == 23 and list(keys) == sorted(keys)
+    all_keys, all_vecs = db._vectors()
+    assert np.array_equal(all_keys, keys) and all_vecs.shape == (23, 8)
+    db.close()
+    empty = SqliteHistoryStore(tmp_path / "e.db")
+    assert list(empty._vector_chunks(5)) == [] and empty._vectors()[0].shape == (0,)

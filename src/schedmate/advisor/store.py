@@ -334,18 +334,27 @@ class SqliteHistoryStore:
             yield _row_to_record(row)
 
     def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        chunks = list(self._vector_chunks(max(1, self.count())))
+        if not chunks:
+            return np.empty(0, dtype=np.uint64), np.empty((0, self.dim or 0), dtype=np.float32)
+        return chunks[0] if len(chunks) == 1 else (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]))
+
+    def _vector_chunks(self, size: int = 50_000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(rowids, vectors) in rowid order, `size` rows at a time: memory stays bounded at any store size."""
         dim = self.dim or 0
-        n = self.count()
-        keys = np.empty(n, dtype=np.uint64)
-        vecs = np.empty((n, dim), dtype=np.float32)
-        i = 0
-        for rowid, blob in self._db.execute("SELECT rowid, embedding FROM jobs ORDER BY rowid"):
-            if i >= n:
-                break
-            keys[i] = rowid
-            vecs[i] = np.frombuffer(blob, dtype=np.float32, count=dim)
-            i += 1
-        return keys[:i], vecs[:i]
+        last = -1
+        while True:
+            rows = self._db.execute("SELECT rowid, embedding FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                    (last, size)).fetchall()
+            if not rows:
+                return
+            keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
+            vecs = np.empty((len(rows), dim), dtype=np.float32)
+            for i, (_, blob) in enumerate(rows):
+                vecs[i] = np.frombuffer(blob, dtype=np.float32, count=dim)
+            last = int(rows[-1][0])
+            del rows
+            yield keys, vecs
 
     def _ensure_index(self) -> Any:
         """The usearch index, loaded from its cache file when current, else rebuilt and saved."""
@@ -366,11 +375,9 @@ class SqliteHistoryStore:
                     return index
             except (RuntimeError, ValueError, OSError):
                 pass  # a damaged cache: rebuild it
-        keys, vecs = self._vectors()
         index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=96, expansion_search=64)
-        if len(keys):
+        for keys, vecs in self._vector_chunks():  # in chunks: a 1M-job build no longer holds every vector twice
             index.add(keys, vecs, log=False, threads=os.cpu_count() or 1)
-        del vecs
         self._index = index
         self._index_dirty = True
         self.flush_index()
