@@ -334,10 +334,16 @@ class SqliteHistoryStore:
             yield _row_to_record(row)
 
     def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        chunks = list(self._vector_chunks(max(1, self.count())))
-        if not chunks:
-            return np.empty(0, dtype=np.uint64), np.empty((0, self.dim or 0), dtype=np.float32)
-        return chunks[0] if len(chunks) == 1 else (np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]))
+        """Every (rowid, vector), filled chunk by chunk into one preallocated array."""
+        n = self.count()
+        keys = np.empty(n, dtype=np.uint64)
+        vecs = np.empty((n, self.dim or 0), dtype=np.float32)
+        i = 0
+        for k, v in self._vector_chunks():
+            m = min(len(k), n - i)
+            keys[i:i + m], vecs[i:i + m] = k[:m], v[:m]
+            i += m
+        return keys[:i], vecs[:i]
 
     def _vector_chunks(self, size: int = 50_000) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(rowids, vectors) in rowid order, `size` rows at a time: memory stays bounded at any store size."""
