@@ -93,6 +93,16 @@ def _unit_query(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _checked_vectors(records: Sequence[JobRecord], vectors: np.ndarray, dim: int | None, where: str) -> np.ndarray:
+    """Unit-length rows, one per record, of the store's dimension (any store's `add`)."""
+    vecs = normalize_rows(vectors)
+    if vecs.ndim != 2 or len(vecs) != len(records):
+        raise ValueError("records and vectors differ in length")
+    if dim is not None and vecs.shape[1] != dim:
+        raise ConfigError(f"{where}: store holds {dim}-dim embeddings, got {vecs.shape[1]}")
+    return vecs
+
+
 class InMemoryHistoryStore:
     """Exact search over a numpy matrix; for unit tests and small what-ifs."""
 
@@ -238,12 +248,8 @@ class SqliteHistoryStore:
         """Insert or replace records (by job_id) in one transaction."""
         if not records:
             return 0
-        vecs = normalize_rows(vectors)
-        if vecs.ndim != 2 or len(vecs) != len(records):
-            raise ValueError("records and vectors differ in length")
         dim = self.dim
-        if dim is not None and vecs.shape[1] != dim:
-            raise ConfigError(f"{self.path}: store holds {dim}-dim embeddings, got {vecs.shape[1]}")
+        vecs = _checked_vectors(records, vectors, dim, str(self.path))
         rows = []
         for r, v in zip(records, vecs, strict=True):
             rows.append((

@@ -21,8 +21,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from schedmate.advisor.store import _COLS, EXACT_BELOW, JobRecord, Neighbor, _row_to_record, _unit_query
-from schedmate.backends.embedder import normalize_rows
+from schedmate.advisor.store import (
+    _COLS,
+    EXACT_BELOW,
+    JobRecord,
+    Neighbor,
+    _checked_vectors,
+    _row_to_record,
+    _unit_query,
+)
 from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError
 
 if TYPE_CHECKING:
@@ -251,13 +258,8 @@ class PgvectorHistoryStore:
         """Insert or replace records (by job_id) in one transaction."""
         if not records:
             return 0
-        vecs = normalize_rows(vectors)
-        if vecs.ndim != 2 or len(vecs) != len(records):
-            raise ValueError("records and vectors differ in length")
         dim = self.dim
-        if dim is not None and vecs.shape[1] != dim:
-            raise ConfigError(f"{self.url} (schema {self.schema}): store holds {dim}-dim embeddings, "
-                              f"got {vecs.shape[1]}")
+        vecs = _checked_vectors(records, vectors, dim, f"{self.url} (schema {self.schema})")
         last: dict[str, int] = {r.job_id: i for i, r in enumerate(records)}  # a job given twice: the last wins
         with self._lock, self._errors(), self._db.transaction():
             if dim is None:
