@@ -6,22 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from jobfiles import write
 
 from schedmate.advisor.extract import StaticExtractor, directory_digest, guess_entrypoint
 from schedmate.advisor.launch import parse_launch
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
-
-
-@pytest.fixture
-def x() -> StaticExtractor:
-    return StaticExtractor()
 
 
 def test_nanogpt_constants_override_file_and_flags(tmp_path: Path, x: StaticExtractor) -> None:

@@ -6,25 +6,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
+from jobfiles import write
 
 from schedmate.advisor.configs import flatten
 from schedmate.advisor.extract import StaticExtractor
 from schedmate.advisor.pyconfig import python_config
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
-
-
-@pytest.fixture
-def x() -> StaticExtractor:
-    return StaticExtractor()
-
 
 # -- Python config objects ------------------------------------------------------------------
 _DATACLASS_JOB = {

@@ -4,24 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from jobfiles import write
 
 from schedmate.advisor.extract import StaticExtractor
 from schedmate.advisor.launch import parse_launch
 from schedmate.advisor.shell import ShellState, assignment, expand_words, split_statements
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    return root
-
-
-@pytest.fixture
-def x() -> StaticExtractor:
-    return StaticExtractor()
 
 
 def _words(script: str, positional: list[str] | None = None) -> list[list[str]]:
