@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pytest
+from two_programs import two_programs
 from typer.testing import CliRunner
 
 from schedmate.advisor import Advisor, InMemoryHistoryStore, JobRecord, store_pg
@@ -25,15 +26,6 @@ from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError
 pytestmark = pytest.mark.integration
 
 Factory = Callable[..., PgvectorHistoryStore]
-
-LM = ("import argparse\nimport torch\np = argparse.ArgumentParser()\n"
-      "p.add_argument('--max-iters', type=int, default=100)\np.add_argument('--batch-size', type=int, default=32)\n"
-      "p.add_argument('--n-layer', type=int, default=4)\np.add_argument('--n-embd', type=int, default=256)\n"
-      "p.add_argument('--block-size', type=int, default=128)\np.add_argument('--dataset', default='shakespeare_char')\n"
-      "opt = torch.optim.AdamW([], lr=3e-4)\n")
-CNN = ("import keras\nmodel = keras.Sequential([keras.layers.Conv2D(32, 3), keras.layers.Dense(10)])\n"
-       "model.compile(optimizer='sgd')\n(x, y), _ = keras.datasets.cifar10.load_data()\n"
-       "model.fit(x, y, epochs=5, batch_size=128)\n")
 
 
 def recs(n: int, dim: int = 16, seed: int = 0) -> tuple[list[JobRecord], np.ndarray]:
@@ -231,18 +223,11 @@ def test_advisor_import_and_advise_through_postgres(open_store: Factory, tmp_pat
 
 def test_advisor_with_real_embeddings_through_the_hnsw_index(
         open_store: Factory, tmp_path: Path, minilm: MiniLMEmbedder) -> None:
-    lm, cnn = tmp_path / "lm", tmp_path / "cnn"
-    for d, text in ((lm, LM), (cnn, CNN)):
-        d.mkdir()
-        (d / "train.py").write_text(text)
+    hist, q = two_programs(tmp_path)
     store = open_store(embedder_name=minilm.name, exact_below=0)  # HNSW path
     adv = Advisor(store, minilm)
-    hist = [JobRecord(job_id=f"lm{i}", duration_s=3.0 + it / 50, user="ann", code_dir=str(lm),
-                      command=f"python train.py --max-iters {it}") for i, it in enumerate((100, 200, 400, 800))]
-    hist += [JobRecord(job_id=f"cnn{i}", duration_s=500.0 + i, user="bob", code_dir=str(cnn), command="python train.py")
-             for i in range(3)]
     assert adv.import_jobs(hist).imported == 7
-    a = adv.advise(JobRecord(job_id="q", user="ann", code_dir=str(lm), command="python train.py --max-iters 600"))
+    a = adv.advise(q)
     assert a.method == "knn-scaled" and a.error is None
     assert a.p50_s is not None and abs(a.p50_s - 15.0) < 1.5
     sims = dict((j, s) for j, s, _ in a.neighbors)
