@@ -116,14 +116,21 @@ def corpus_eval(recs: list[JobRecord], embedder: object, tmp: Path) -> dict[str,
     # online: each later job predicted from every job before it
     online = advisor_for(tmp, "online", embedder, settings)
     online.import_jobs(train)
-    opairs = []
-    for r in test:
-        a = online.advise(r)
-        if a.p50_s is not None:
-            opairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
-        online.import_jobs([r])
-    out["advisor_online"] = scores(opairs)  # type: ignore[arg-type]
+    out["advisor_online"] = online_eval(online, test)["scores"]
     return out
+
+
+def online_eval(adv: Advisor, todo: list[JobRecord]) -> dict[str, object]:
+    """Each job predicted from every job imported before it, then imported itself."""
+    pairs, methods, rows = [], Counter(), []
+    for r in todo:
+        a = adv.advise(r)
+        methods[a.method or "error"] += 1
+        if a.p50_s is not None and r.duration_s:
+            pairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
+            rows.append((r.job_id, Path(r.code_dir or "").name, r.duration_s, a.p50_s, a.detail))
+        adv.import_jobs([r])
+    return {"n": len(pairs), "scores": scores(pairs), "methods": dict(methods), "rows": rows}
 
 
 def dev_eval(recs: list[JobRecord], embedder: object, tmp: Path, combine: str = "average") -> dict[str, object]:
@@ -133,15 +140,7 @@ def dev_eval(recs: list[JobRecord], embedder: object, tmp: Path, combine: str = 
     start = len(recs) // 4
     adv = advisor_for(tmp, f"dev-{combine}", embedder, AdvisorSettings(use_agent=False, scaling=combine))  # type: ignore[arg-type]
     adv.import_jobs(train[:start])
-    pairs, methods, rows = [], Counter(), []
-    for r in train[start:]:
-        a = adv.advise(r)
-        methods[a.method or "error"] += 1
-        if a.p50_s is not None and r.duration_s:
-            pairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
-            rows.append((r.job_id, Path(r.code_dir or "").name, r.duration_s, a.p50_s, a.detail))
-        adv.import_jobs([r])
-    return {"n": len(pairs), "scores": scores(pairs), "methods": dict(methods), "rows": rows}
+    return online_eval(adv, train[start:])
 
 
 def helios_eval(embedder: object, tmp: Path) -> dict[str, object]:
