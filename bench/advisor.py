@@ -76,8 +76,11 @@ def corpus_eval(recs: list[JobRecord], embedder: object, tmp: Path) -> dict[str,
     half = len(recs) // 2
     train, test = recs[:half], recs[half:]
     settings = AdvisorSettings(use_agent=False)
-    out: dict[str, object] = {"n_train": len(train), "n_test": len(test),
-                              "families": len({Path(r.code_dir or '').name for r in recs})}
+    out: dict[str, object] = {
+        "n_train": len(train),
+        "n_test": len(test),
+        "families": len({Path(r.code_dir or "").name for r in recs}),
+    }
     # Advisor, fixed split
     adv = advisor_for(tmp, "split", embedder, settings)
     t0 = time.perf_counter()
@@ -94,10 +97,23 @@ def corpus_eval(recs: list[JobRecord], embedder: object, tmp: Path) -> dict[str,
             pairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
             fam = Path(r.code_dir or "").name
             per_family.setdefault(fam, []).append(abs(a.p50_s - r.duration_s) / r.duration_s)
-            rows.append({"job_id": r.job_id, "family": fam, "actual_s": r.duration_s, "p10_s": a.p10_s,
-                         "p50_s": a.p50_s, "p90_s": a.p90_s, "method": a.method})
+            rows.append(
+                {
+                    "job_id": r.job_id,
+                    "family": fam,
+                    "actual_s": r.duration_s,
+                    "p10_s": a.p10_s,
+                    "p50_s": a.p50_s,
+                    "p90_s": a.p90_s,
+                    "method": a.method,
+                }
+            )
     out["advisor"] = scores(pairs) | {"methods": dict(methods)}
-    out["advise_latency_s"] = {"median": statistics.median(lat), "p95": float(np.percentile(lat, 95)), "max": max(lat)}
+    out["advise_latency_s"] = {
+        "median": statistics.median(lat),
+        "p95": float(np.percentile(lat, 95)),
+        "max": max(lat),
+    }
     out["per_family_median_rel_err"] = {k: statistics.median(v) for k, v in sorted(per_family.items())}
     out["rows"] = rows
     # baselines on the same split (the GBM sees the Advisor's extracted metadata)
@@ -133,7 +149,9 @@ def online_eval(adv: Advisor, todo: list[JobRecord]) -> dict[str, object]:
     return {"n": len(pairs), "scores": scores(pairs), "methods": dict(methods), "rows": rows}
 
 
-def dev_eval(recs: list[JobRecord], embedder: object, tmp: Path, combine: str = "average") -> dict[str, object]:
+def dev_eval(
+    recs: list[JobRecord], embedder: object, tmp: Path, combine: str = "average"
+) -> dict[str, object]:
     """Design decisions are made here, never on the later half: each job of the EARLIER half from
     every job before it (starting once a quarter of the corpus is known)."""
     train = recs[: len(recs) // 2]
@@ -157,7 +175,8 @@ def helios_eval(embedder: object, tmp: Path) -> dict[str, object]:
         pairs.append((r.duration_s, a.p50_s, a.p10_s, a.p90_s))
     lucid = LucidNaiveEstimator().fit(train)
     return {
-        "n_train": len(train), "n_test": len(test),
+        "n_train": len(train),
+        "n_test": len(test),
         "advisor": scores(pairs) | {"methods": dict(methods)},  # type: ignore[arg-type]
         "lucid_naive": scores([(r.duration_s, lucid.predict(r), None, None) for r in test]),  # type: ignore[misc]
     }
@@ -168,14 +187,29 @@ def import_speed(recs: list[JobRecord], n: int, embedder: object, tmp: Path) -> 
     many = []
     for i in range(n):
         r = rng.choice(recs)
-        many.append(JobRecord(job_id=f"imp{i}", duration_s=r.duration_s, user=r.user, name=r.name, n_gpus=r.n_gpus,
-                              code_dir=r.code_dir, command=r.command, config_files=r.config_files))
+        many.append(
+            JobRecord(
+                job_id=f"imp{i}",
+                duration_s=r.duration_s,
+                user=r.user,
+                name=r.name,
+                n_gpus=r.n_gpus,
+                code_dir=r.code_dir,
+                command=r.command,
+                config_files=r.config_files,
+            )
+        )
     adv = advisor_for(tmp, "import", embedder, AdvisorSettings(use_agent=False))
     t0 = time.perf_counter()
     rep = adv.import_jobs(many)
     dt = time.perf_counter() - t0
-    return {"jobs": n, "seconds": dt, "jobs_per_s": n / dt, "code_extractions": rep.extracted,
-            "distinct_code_dirs": len({r.code_dir for r in many})}
+    return {
+        "jobs": n,
+        "seconds": dt,
+        "jobs_per_s": n / dt,
+        "code_extractions": rep.extracted,
+        "distinct_code_dirs": len({r.code_dir for r in many}),
+    }
 
 
 def knn_at_scale(n: int, dim: int, tmp: Path) -> dict[str, float]:
@@ -189,7 +223,9 @@ def knn_at_scale(n: int, dim: int, tmp: Path) -> dict[str, float]:
         m = min(chunk, n - start)
         idx = rng.integers(0, len(centers), size=m)
         vecs = centers[idx] + 0.35 * rng.normal(size=(m, dim)).astype(np.float32)
-        store.add([JobRecord(job_id=f"k{start + i}", duration_s=1.0 + (start + i) % 97) for i in range(m)], vecs)
+        store.add(
+            [JobRecord(job_id=f"k{start + i}", duration_s=1.0 + (start + i) % 97) for i in range(m)], vecs
+        )
     insert_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     store.build_index()
@@ -214,10 +250,18 @@ def knn_at_scale(n: int, dim: int, tmp: Path) -> dict[str, float]:
         recall.append(len(exact & got) / 10)
     size_mb = (tmp / "knn.db").stat().st_size / 1e6
     store.close()
-    return {"jobs": n, "dim": dim, "insert_s": insert_s, "index_build_or_load_s": index_s,
-            "query_ms_median": 1000 * statistics.median(lat), "query_ms_p95": 1000 * float(np.percentile(lat, 95)),
-            "recall_at_10": statistics.fmean(recall), "store_mb": size_mb,
-            "peak_rss_build_mb": build_peak_mb, "peak_rss_mb": vmhwm_mb()}
+    return {
+        "jobs": n,
+        "dim": dim,
+        "insert_s": insert_s,
+        "index_build_or_load_s": index_s,
+        "query_ms_median": 1000 * statistics.median(lat),
+        "query_ms_p95": 1000 * float(np.percentile(lat, 95)),
+        "recall_at_10": statistics.fmean(recall),
+        "store_mb": size_mb,
+        "peak_rss_build_mb": build_peak_mb,
+        "peak_rss_mb": vmhwm_mb(),
+    }
 
 
 def fmt_pct(x: object) -> str:
@@ -236,7 +280,10 @@ def main() -> None:
 
     embedder = CachedEmbedder(MiniLMEmbedder(EmbedderSettings(backend="minilm")))
     embedder.embed(["warm up"])
-    res: dict[str, object] = {"machine": {"cores": __import__("os").cpu_count()}, "date": time.strftime("%Y-%m-%d")}
+    res: dict[str, object] = {
+        "machine": {"cores": __import__("os").cpu_count()},
+        "date": time.strftime("%Y-%m-%d"),
+    }
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         recs = load_corpus(args.corpus)
@@ -262,9 +309,11 @@ def report(res: dict[str, object]) -> None:
         d = res.get(key)
         if isinstance(d, dict):
             sc = d["scores"]
-            print(f"{key}: {d['n']} jobs of the earlier half, online: within 100% {fmt_pct(sc['within_100pct'])}, "  # type: ignore[index]
-                  f"median rel err {fmt_pct(sc['median_rel_err'])}, in [p10,p90] {fmt_pct(sc['coverage_p10_p90'])}, "  # type: ignore[index]
-                  f"methods {d['methods']}")
+            print(
+                f"{key}: {d['n']} jobs of the earlier half, online: within 100% {fmt_pct(sc['within_100pct'])}, "  # type: ignore[index]
+                f"median rel err {fmt_pct(sc['median_rel_err'])}, in [p10,p90] {fmt_pct(sc['coverage_p10_p90'])}, "  # type: ignore[index]
+                f"methods {d['methods']}"
+            )
     c = res.get("corpus")
     if not isinstance(c, dict):
         c = None
@@ -274,21 +323,31 @@ def report(res: dict[str, object]) -> None:
 
 
 def corpus_table(c: dict[str, object]) -> None:
-    print(f"corpus: {c['n_train']} earlier jobs -> {c['n_test']} later jobs, {c['families']} program families")
+    print(
+        f"corpus: {c['n_train']} earlier jobs -> {c['n_test']} later jobs, {c['families']} program families"
+    )
     print(f"{'predictor':<28}{'within 100%':>12}{'median rel err':>16}{'in [p10,p90]':>14}")
-    for key, label in (("advisor", "Advisor (split)"), ("advisor_online", "Advisor (online)"),
-                       ("lucid_naive", "Lucid naive"), ("gbm", "GBM on metadata")):
+    for key, label in (
+        ("advisor", "Advisor (split)"),
+        ("advisor_online", "Advisor (online)"),
+        ("lucid_naive", "Lucid naive"),
+        ("gbm", "GBM on metadata"),
+    ):
         s = c.get(key, {})
         assert isinstance(s, dict)
-        print(f"{label:<28}{fmt_pct(s.get('within_100pct')):>12}{fmt_pct(s.get('median_rel_err')):>16}"
-              f"{fmt_pct(s.get('coverage_p10_p90')):>14}")
+        print(
+            f"{label:<28}{fmt_pct(s.get('within_100pct')):>12}{fmt_pct(s.get('median_rel_err')):>16}"
+            f"{fmt_pct(s.get('coverage_p10_p90')):>14}"
+        )
     print(f"methods: {c['advisor']['methods']}")  # type: ignore[index]
     fam = c["per_family_median_rel_err"]
     assert isinstance(fam, dict)
     print("median rel err per family: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in fam.items()))
     lat = c["advise_latency_s"]
-    print(f"advise latency: median {lat['median'] * 1000:.1f} ms, p95 {lat['p95'] * 1000:.1f} ms, "  # type: ignore[index]
-          f"max {lat['max'] * 1000:.1f} ms")  # type: ignore[index]
+    print(
+        f"advise latency: median {lat['median'] * 1000:.1f} ms, p95 {lat['p95'] * 1000:.1f} ms, "  # type: ignore[index]
+        f"max {lat['max'] * 1000:.1f} ms"
+    )  # type: ignore[index]
 
 
 def _rest(res: dict[str, object]) -> None:
@@ -297,18 +356,24 @@ def _rest(res: dict[str, object]) -> None:
         print(f"helios (metadata only): {h['n_train']} -> {h['n_test']} jobs")
         for key, label in (("advisor", "Advisor"), ("lucid_naive", "Lucid naive")):
             s = h[key]
-            print(f"  {label:<26}{fmt_pct(s.get('within_100pct')):>12}{fmt_pct(s.get('median_rel_err')):>16}"
-                  f"{fmt_pct(s.get('coverage_p10_p90')):>14}")
+            print(
+                f"  {label:<26}{fmt_pct(s.get('within_100pct')):>12}{fmt_pct(s.get('median_rel_err')):>16}"
+                f"{fmt_pct(s.get('coverage_p10_p90')):>14}"
+            )
     if "import" in res:
         i = res["import"]
-        print(f"import: {i['jobs']} jobs sharing {i['distinct_code_dirs']} code dirs in {i['seconds']:.1f} s "  # type: ignore[index]
-              f"({i['code_extractions']} extractions)")  # type: ignore[index]
+        print(
+            f"import: {i['jobs']} jobs sharing {i['distinct_code_dirs']} code dirs in {i['seconds']:.1f} s "  # type: ignore[index]
+            f"({i['code_extractions']} extractions)"
+        )  # type: ignore[index]
     if "knn" in res:
         k = res["knn"]
-        print(f"kNN at {k['jobs']:,} jobs: query median {k['query_ms_median']:.2f} ms, p95 {k['query_ms_p95']:.2f} ms, "  # type: ignore[index]
-              f"recall@10 {k['recall_at_10']:.3f}, index {k['index_build_or_load_s']:.0f} s, insert {k['insert_s']:.0f} s, "  # type: ignore[index]
-              f"store {k['store_mb']:.0f} MB, peak RSS {k['peak_rss_build_mb']:.0f} MB after insert + build, "  # type: ignore[index]
-              f"{k['peak_rss_mb']:.0f} MB with the recall check")  # type: ignore[index]
+        print(
+            f"kNN at {k['jobs']:,} jobs: query median {k['query_ms_median']:.2f} ms, p95 {k['query_ms_p95']:.2f} ms, "  # type: ignore[index]
+            f"recall@10 {k['recall_at_10']:.3f}, index {k['index_build_or_load_s']:.0f} s, insert {k['insert_s']:.0f} s, "  # type: ignore[index]
+            f"store {k['store_mb']:.0f} MB, peak RSS {k['peak_rss_build_mb']:.0f} MB after insert + build, "  # type: ignore[index]
+            f"{k['peak_rss_mb']:.0f} MB with the recall check"
+        )  # type: ignore[index]
 
 
 if __name__ == "__main__":

@@ -40,20 +40,37 @@ def cpu_model() -> str:
 
 
 def main() -> None:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")  # one core per job
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )  # one core per job
     machine = f"{cpu_model()}, {os.cpu_count()} cores"
     rows = []
     for i, (fam, user, cmd) in enumerate(RUNS, start=1):
         start = time.time()
         t0 = time.monotonic()
-        subprocess.run(cmd, shell=True, cwd=DATA / "jobs" / fam, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            cmd, shell=True, cwd=DATA / "jobs" / fam, env=env, check=True, stdout=subprocess.DEVNULL
+        )
         dur = round(time.monotonic() - t0, 3)
         print(f"{fam:8} {cmd:50} {dur:8.2f} s")
-        rows.append({"job_id": f"demo-{i}", "duration_s": dur,
-                     "submit_time": datetime.fromtimestamp(start, UTC).isoformat(timespec="seconds"),
-                     "status": "completed", "n_gpus": 1, "user": user, "name": fam, "code_dir": f"jobs/{fam}",
-                     "command": cmd, "config_files": []})
+        rows.append(
+            {
+                "job_id": f"demo-{i}",
+                "duration_s": dur,
+                "submit_time": datetime.fromtimestamp(start, UTC).isoformat(timespec="seconds"),
+                "status": "completed",
+                "n_gpus": 1,
+                "user": user,
+                "name": fam,
+                "code_dir": f"jobs/{fam}",
+                "command": cmd,
+                "config_files": [],
+            }
+        )
     *history, new = rows
     (DATA / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
     example = {k: new[k] for k in ("job_id", "user", "name", "code_dir", "command", "n_gpus")}

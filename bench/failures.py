@@ -34,8 +34,9 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "logs" / "failures"
 
 def accuracy(data: Path, embedder: str) -> dict:
     labels = [json.loads(x) for x in (data / "labels.jsonl").read_text().splitlines() if x.strip()]
-    settings = load_settings(overrides={"embedder": {"backend": embedder}, "llm": {"base_url": ""}},
-                             environ={})
+    settings = load_settings(
+        overrides={"embedder": {"backend": embedder}, "llm": {"base_url": ""}}, environ={}
+    )
     handler = build_failure_handler(settings, plan=False)
     rows = []
     for lab in labels:
@@ -44,20 +45,45 @@ def accuracy(data: Path, embedder: str) -> dict:
         dt = time.perf_counter() - t0
         want = lab["root_cause_line"].strip()
         got = (r.root_cause_line or "").strip()
-        rows.append({"file": lab["file"], "line_ok": got == want, "category_ok": r.category == lab["label"],
-                     "got_line": got, "want_line": want, "got_category": r.category, "want_category": lab["label"],
-                     "kind": r.kind, "want_kind": lab.get("root_cause_kind"), "confidence": r.confidence,
-                     "method": r.method, "seconds": dt})
-    tp = sum(1 for r in rows if r["got_category"] == "infrastructure" and r["want_category"] == "infrastructure")
-    fp = sum(1 for r in rows if r["got_category"] == "infrastructure" and r["want_category"] != "infrastructure")
-    fn = sum(1 for r in rows if r["got_category"] != "infrastructure" and r["want_category"] == "infrastructure")
+        rows.append(
+            {
+                "file": lab["file"],
+                "line_ok": got == want,
+                "category_ok": r.category == lab["label"],
+                "got_line": got,
+                "want_line": want,
+                "got_category": r.category,
+                "want_category": lab["label"],
+                "kind": r.kind,
+                "want_kind": lab.get("root_cause_kind"),
+                "confidence": r.confidence,
+                "method": r.method,
+                "seconds": dt,
+            }
+        )
+    tp = sum(
+        1 for r in rows if r["got_category"] == "infrastructure" and r["want_category"] == "infrastructure"
+    )
+    fp = sum(
+        1 for r in rows if r["got_category"] == "infrastructure" and r["want_category"] != "infrastructure"
+    )
+    fn = sum(
+        1 for r in rows if r["got_category"] != "infrastructure" and r["want_category"] == "infrastructure"
+    )
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
     ablation = _embedding_only(labels, settings) if embedder != "none" else None
-    return {"n": len(rows), "embedding_only_accuracy": ablation, "root_cause_exact": sum(r["line_ok"] for r in rows) / len(rows),
-            "accuracy": sum(r["category_ok"] for r in rows) / len(rows), "precision": prec, "recall": rec,
-            "f1": f1, "rows": rows}
+    return {
+        "n": len(rows),
+        "embedding_only_accuracy": ablation,
+        "root_cause_exact": sum(r["line_ok"] for r in rows) / len(rows),
+        "accuracy": sum(r["category_ok"] for r in rows) / len(rows),
+        "precision": prec,
+        "recall": rec,
+        "f1": f1,
+        "rows": rows,
+    }
 
 
 def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-untyped-def]
@@ -66,7 +92,9 @@ def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-u
     from schedmate.backends.embedder import create_embedder
     from schedmate.failure import FailureClassifier, KnowledgeBase
 
-    clf = FailureClassifier(KnowledgeBase.load(), create_embedder(settings.embedder), None, min_similarity=0.0)
+    clf = FailureClassifier(
+        KnowledgeBase.load(), create_embedder(settings.embedder), None, min_similarity=0.0
+    )
     right = 0
     for lab in labels:
         v = clf._similar(lab["root_cause_line"])
@@ -84,7 +112,7 @@ _HEALTHY = [
 _CASCADE = [
     "[rank{k}]:[E ProcessGroupNCCL.cpp:616] [Rank {k}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.",
     "[rank{k}]: Traceback (most recent call last):",
-    "[rank{k}]:   File \"train.py\", line 120, in <module>",
+    '[rank{k}]:   File "train.py", line 120, in <module>',
     "[rank{k}]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank {k}.",
 ]
 ROOT_CAUSE = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
@@ -137,8 +165,14 @@ def big(tmp: Path, gb: float, seed: int) -> dict:
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
     res = json.loads(out.stdout)
-    res.update({"file_gb": written / 1024**3, "want_line_no": want_no, "found": res["line"] == ROOT_CAUSE
-                and res["line_no"] == want_no, "root_offset_fraction": cut / target})
+    res.update(
+        {
+            "file_gb": written / 1024**3,
+            "want_line_no": want_no,
+            "found": res["line"] == ROOT_CAUSE and res["line_no"] == want_no,
+            "root_offset_fraction": cut / target,
+        }
+    )
     return res
 
 
@@ -159,11 +193,18 @@ def main() -> int:
     if not args.skip_big:
         tmp = Path(tempfile.mkdtemp(prefix="schedmate-bench-"))
         bigs = [big(tmp, args.big_gb, seed) for seed in range(args.seeds)]
-    report = {"machine": f"{platform.node()} {os.cpu_count()} cpu", "date": str(date.today()),
-              "embedder": args.embedder, "accuracy": acc, "big": bigs}
+    report = {
+        "machine": f"{platform.node()} {os.cpu_count()} cpu",
+        "date": str(date.today()),
+        "embedder": args.embedder,
+        "accuracy": acc,
+        "big": bigs,
+    }
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(report, indent=2, default=str))
-    print(f"\nFailure Handler benchmark  ({report['date']}, {report['machine']}, embedder={args.embedder}, no LLM)")
+    print(
+        f"\nFailure Handler benchmark  ({report['date']}, {report['machine']}, embedder={args.embedder}, no LLM)"
+    )
     print(f"{'metric':46} {'measured':>12} {'target':>10}  result")
     rows = [
         ("root-cause line exact", f"{acc['root_cause_exact']:.1%}", ">= 90%", acc["root_cause_exact"] >= 0.9),
@@ -172,23 +213,36 @@ def main() -> int:
         ("  precision / recall", f"{acc['precision']:.2f}/{acc['recall']:.2f}", "", None),
     ]
     if acc["embedding_only_accuracy"] is not None:
-        rows.append(("  (ablation) category by embedding only", f"{acc['embedding_only_accuracy']:.1%}", "", None))
+        rows.append(
+            ("  (ablation) category by embedding only", f"{acc['embedding_only_accuracy']:.1%}", "", None)
+        )
     for b in bigs:
         if "error" in b:
             rows.append(("big log", b["error"], "", False))
             continue
-        rows.append((f"{b['file_gb']:.1f} GB log, cause at {b['root_offset_fraction']:.0%}: found", str(b["found"]), "True", b["found"]))
+        rows.append(
+            (
+                f"{b['file_gb']:.1f} GB log, cause at {b['root_offset_fraction']:.0%}: found",
+                str(b["found"]),
+                "True",
+                b["found"],
+            )
+        )
         rows.append(("  time", f"{b['seconds']:.3f} s", "<= 1 s", b["seconds"] <= 1.0))
         rows.append(("  classifier calls", str(b["calls"]), "<= 64", b["calls"] <= 64))
-        rows.append(("  peak RSS (process)", f"{b['peak_rss_mb']:.0f} MB", "<= 300 MB", b["peak_rss_mb"] <= 300))
+        rows.append(
+            ("  peak RSS (process)", f"{b['peak_rss_mb']:.0f} MB", "<= 300 MB", b["peak_rss_mb"] <= 300)
+        )
     for name, val, tgt, ok in rows:
         print(f"{name:46} {val:>12} {tgt:>10}  {'' if ok is None else ('PASS' if ok else 'FAIL')}")
     misses = [r for r in acc["rows"] if not (r["line_ok"] and r["category_ok"])]
     if misses:
         print(f"\nMisses ({len(misses)}):")
         for r in misses:
-            print(f"  {r['file']}: category {r['got_category']} (want {r['want_category']}), kind {r['kind']} "
-                  f"(want {r['want_kind']}), by {r['method']} conf {r['confidence']:.2f}")
+            print(
+                f"  {r['file']}: category {r['got_category']} (want {r['want_category']}), kind {r['kind']} "
+                f"(want {r['want_kind']}), by {r['method']} conf {r['confidence']:.2f}"
+            )
             if not r["line_ok"]:
                 print(f"      got : {r['got_line'][:160]!r}\n      want: {r['want_line'][:160]!r}")
     print(f"\nJSON: {args.json_out}")

@@ -41,17 +41,31 @@ from schedmate.sim.whatif import evaluate_wait_prediction  # noqa: E402
 
 TRACES = ROOT.parent / "shared" / "data" / "traces"
 # (policy, estimator): baselines use what they would have in practice (no oracle)
-RUNS = [("fifo", "fifo", "oracle"), ("sjf", "sjf", "history"), ("qssf", "qssf", "history"),
-        ("tiresias", "tiresias", "oracle"), ("srtf", "srtf", "oracle"), ("lucid", "lucid", "history"),
-        ("semantic", "semantic", "noisy"), ("semantic-pack", "semantic-pack", "noisy"),
-        ("oracle-pack", "semantic-pack", "oracle")]  # label, policy, estimator
+RUNS = [
+    ("fifo", "fifo", "oracle"),
+    ("sjf", "sjf", "history"),
+    ("qssf", "qssf", "history"),
+    ("tiresias", "tiresias", "oracle"),
+    ("srtf", "srtf", "oracle"),
+    ("lucid", "lucid", "history"),
+    ("semantic", "semantic", "noisy"),
+    ("semantic-pack", "semantic-pack", "noisy"),
+    ("oracle-pack", "semantic-pack", "oracle"),
+]  # label, policy, estimator
 # failure injection: the defaults (classic policies retry a failed job once, blindly); FIFO without retries
-FAIL_RUNS = [("fifo", "fifo", "oracle", FailureModel()), ("fifo-noretry", "fifo", "oracle", FailureModel(blind_retries=0)),
-             ("tiresias", "tiresias", "oracle", FailureModel()), ("semantic", "semantic", "noisy", FailureModel())]
+FAIL_RUNS = [
+    ("fifo", "fifo", "oracle", FailureModel()),
+    ("fifo-noretry", "fifo", "oracle", FailureModel(blind_retries=0)),
+    ("tiresias", "tiresias", "oracle", FailureModel()),
+    ("semantic", "semantic", "noisy", FailureModel()),
+]
 BASELINES = ("tiresias", "qssf", "sjf", "lucid")
-SETS = [("philly", "philly/philly.csv", None), ("helios", "helios-venus/helios_venus_2vc_sept.csv", None),
-        ("alibaba", "alibaba-gpu-2023/openb_pod_list_default.csv", {"*": 64}),
-        ("alibaba", "alibaba-gpu-2023/openb_pod_list_default.csv", {"*": 32})]
+SETS = [
+    ("philly", "philly/philly.csv", None),
+    ("helios", "helios-venus/helios_venus_2vc_sept.csv", None),
+    ("alibaba", "alibaba-gpu-2023/openb_pod_list_default.csv", {"*": 64}),
+    ("alibaba", "alibaba-gpu-2023/openb_pod_list_default.csv", {"*": 32}),
+]
 # share classes drawn from the mix of Lucid's profiled workloads (single_data.csv labels 0/1/2: 28/16/22)
 CLASS_MIX = (0,) * 28 + (1,) * 16 + (2,) * 22
 INTERFERENCE = ROOT.parent / "shared" / "data" / "interference"
@@ -86,29 +100,56 @@ def _in_child(fn, *args):  # type: ignore[no-untyped-def]
     return res
 
 
-def _simulate(jobs, cl, pol: str, est: str, failures: FailureModel | None = None,  # type: ignore[no-untyped-def]
-              placement: str = "pool") -> dict:
+def _simulate(
+    jobs,
+    cl,
+    pol: str,
+    est: str,
+    failures: FailureModel | None = None,  # type: ignore[no-untyped-def]
+    placement: str = "pool",
+) -> dict:
     t0 = time.perf_counter()
-    res = Simulator(jobs, cl, make_policy(pol), make_estimator(est, seed=0), seed=0, failures=failures,
-                    placement=placement).run()
+    res = Simulator(
+        jobs,
+        cl,
+        make_policy(pol),
+        make_estimator(est, seed=0),
+        seed=0,
+        failures=failures,
+        placement=placement,
+    ).run()
     dt = time.perf_counter() - t0
     m, _ = summarize_sim(res)
-    return {**m.to_json_dict(), "estimator": est, "sim_s": dt, "jobs_per_s": len(jobs) / dt,
-            "infra_failures": res.infra_failures, "app_failures": res.app_failures}
+    return {
+        **m.to_json_dict(),
+        "estimator": est,
+        "sim_s": dt,
+        "jobs_per_s": len(jobs) / dt,
+        "infra_failures": res.infra_failures,
+        "app_failures": res.app_failures,
+    }
 
 
 def run_set(fmt: str, path: Path, cluster: dict[str, int] | None, limit: int | None = None) -> dict:
     jobs = load_trace(path, fmt, limit=limit)
     cl = cluster or default_cluster(fmt, path, jobs)
-    out = {"trace": f"{path.name} ({sum(cl.values()):,} GPUs)", "jobs": len(jobs), "gpus": sum(cl.values()), "policies": {}}
+    out = {
+        "trace": f"{path.name} ({sum(cl.values()):,} GPUs)",
+        "jobs": len(jobs),
+        "gpus": sum(cl.values()),
+        "policies": {},
+    }
     for label, pol, est in RUNS:
         r, peak = _in_child(_simulate, jobs, cl, pol, est)
         out["policies"][label] = {**r, "peak_rss_mib": peak}
     out["node"] = {}  # node placement: 8-GPU nodes (Alibaba at 64/32 GPUs: 8/4 nodes), same policies
     for label, pol, est in RUNS:
         r, peak = _in_child(_simulate, jobs, cl, pol, est, None, "node")
-        out["node"][label] = {**r, "peak_rss_mib": peak,
-                              "jct_over_pool": r["avg_jct_s"] / out["policies"][label]["avg_jct_s"] - 1}
+        out["node"][label] = {
+            **r,
+            "peak_rss_mib": peak,
+            "jct_over_pool": r["avg_jct_s"] / out["policies"][label]["avg_jct_s"] - 1,
+        }
     out["failures"] = {}
     for label, pol, est, fm in FAIL_RUNS:
         r, peak = _in_child(_simulate, jobs, cl, pol, est, fm)
@@ -116,25 +157,35 @@ def run_set(fmt: str, path: Path, cluster: dict[str, int] | None, limit: int | N
     if fmt == "philly":  # sensitivity of packing to the unknown share classes of Philly's jobs
         rng = random.Random(0)
         mixed = [replace(j, share=rng.choice(CLASS_MIX)) for j in jobs]
-        out["class_mix"] = {label: _in_child(_simulate, mixed, cl, pol, est)[0]
-                            for label, pol, est in RUNS if label in ("lucid", "semantic-pack")}
+        out["class_mix"] = {
+            label: _in_child(_simulate, mixed, cl, pol, est)[0]
+            for label, pol, est in RUNS
+            if label in ("lucid", "semantic-pack")
+        }
     p = out["policies"]
     best_base = min(BASELINES, key=lambda k: p[k]["avg_jct_s"])
     out["best_baseline"] = best_base
     for sem in ("semantic", "semantic-pack"):
-        out[sem] = {"vs_fifo": p["fifo"]["avg_jct_s"] / p[sem]["avg_jct_s"],
-                    "vs_best_baseline": p[best_base]["avg_jct_s"] / p[sem]["avg_jct_s"],
-                    "over_oracle_srtf": p[sem]["avg_jct_s"] / p["srtf"]["avg_jct_s"] - 1,
-                    "over_oracle_pack": p[sem]["avg_jct_s"] / p["oracle-pack"]["avg_jct_s"] - 1}
+        out[sem] = {
+            "vs_fifo": p["fifo"]["avg_jct_s"] / p[sem]["avg_jct_s"],
+            "vs_best_baseline": p[best_base]["avg_jct_s"] / p[sem]["avg_jct_s"],
+            "over_oracle_srtf": p[sem]["avg_jct_s"] / p["srtf"]["avg_jct_s"] - 1,
+            "over_oracle_pack": p[sem]["avg_jct_s"] / p["oracle-pack"]["avg_jct_s"] - 1,
+        }
     if fmt == "philly":  # queue-wait prediction vs what the full simulation later did
         span = jobs[-1].submit_s
         times = [span * f for f in (0.1, 0.3, 0.5, 0.7, 0.9)]
         waits = {}
-        for pol, truth_est, pred_est in (("fifo", "oracle", "history"), ("fifo", "oracle", "noisy"),
-                                         ("sjf", "history", "history")):
+        for pol, truth_est, pred_est in (
+            ("fifo", "oracle", "history"),
+            ("fifo", "oracle", "noisy"),
+            ("sjf", "history", "history"),
+        ):
             truth = Simulator(jobs, cl, make_policy(pol), make_estimator(truth_est)).run()
             t0 = time.perf_counter()
-            r = evaluate_wait_prediction(jobs, truth, cl, make_policy(pol), make_estimator(pred_est, seed=1), times)
+            r = evaluate_wait_prediction(
+                jobs, truth, cl, make_policy(pol), make_estimator(pred_est, seed=1), times
+            )
             waits[f"{pol}/{pred_est}"] = {**r, "seconds": time.perf_counter() - t0}
         out["wait_prediction"] = waits
     return out
@@ -144,15 +195,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=Path, default=TRACES)
     ap.add_argument("--json-out", type=Path, default=ROOT / "bench" / "results" / "sim.json")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N jobs of each trace (a smoke run)")
+    ap.add_argument(
+        "--limit", type=int, default=None, help="only the first N jobs of each trace (a smoke run)"
+    )
     args = ap.parse_args()
     shipped = InterferenceModel.shipped()
     if (INTERFERENCE / "colocate_info.csv").is_file():
         refit = InterferenceModel.fit(INTERFERENCE)
-        print(f"interference table: refit from {INTERFERENCE} {'matches' if refit == shipped else 'DIFFERS FROM'} "
-              f"the shipped one; fit error {refit.fit_error}")
+        print(
+            f"interference table: refit from {INTERFERENCE} {'matches' if refit == shipped else 'DIFFERS FROM'} "
+            f"the shipped one; fit error {refit.fit_error}"
+        )
     else:
-        print(f"interference data missing ({INTERFERENCE}): using the shipped table, fit error {shipped.fit_error}")
+        print(
+            f"interference data missing ({INTERFERENCE}): using the shipped table, fit error {shipped.fit_error}"
+        )
     results = []
     for fmt, rel, cl in SETS:
         path = args.traces / rel
@@ -160,46 +217,77 @@ def main() -> int:
             print(f"missing trace: {path}", file=sys.stderr)
             return 2
         results.append(run_set(fmt, path, cl, args.limit))
-    report = {"interference_fit": shipped.fit_error, "machine": f"{platform.node()} {os.cpu_count()} cpu", "date": str(date.today()), "sets": results}
+    report = {
+        "interference_fit": shipped.fit_error,
+        "machine": f"{platform.node()} {os.cpu_count()} cpu",
+        "date": str(date.today()),
+        "sets": results,
+    }
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(report, indent=2))
-    print(f"\nSimulator benchmark ({report['date']}, {report['machine']}); semantic = noisy estimator sigma 0.7")
+    print(
+        f"\nSimulator benchmark ({report['date']}, {report['machine']}); semantic = noisy estimator sigma 0.7"
+    )
     for r in results:
         print(f"\n{r['trace']}: {r['jobs']:,} jobs")
-        print(f"  {'policy':14} {'estimator':18} {'avg JCT s':>12} {'p99 JCT s':>12} {'avg queue s':>12} {'util':>6} "
-              f"{'packs':>7} {'unpack':>6} {'sim s':>7} {'jobs/s':>9} {'peak MiB':>9}")
+        print(
+            f"  {'policy':14} {'estimator':18} {'avg JCT s':>12} {'p99 JCT s':>12} {'avg queue s':>12} {'util':>6} "
+            f"{'packs':>7} {'unpack':>6} {'sim s':>7} {'jobs/s':>9} {'peak MiB':>9}"
+        )
         for pol, m in r["policies"].items():
-            print(f"  {pol:14} {m['estimator']:18} {m['avg_jct_s']:12,.0f} {m['p99_jct_s']:12,.0f} "
-                  f"{m['avg_queue_s']:12,.0f} {m['gpu_util']:6.1%} {m['packs']:7,} {m['unpacks']:6,} {m['sim_s']:7.2f} "
-                  f"{m['jobs_per_s']:9,.0f} {m['peak_rss_mib']:9,.0f}")
+            print(
+                f"  {pol:14} {m['estimator']:18} {m['avg_jct_s']:12,.0f} {m['p99_jct_s']:12,.0f} "
+                f"{m['avg_queue_s']:12,.0f} {m['gpu_util']:6.1%} {m['packs']:7,} {m['unpacks']:6,} {m['sim_s']:7.2f} "
+                f"{m['jobs_per_s']:9,.0f} {m['peak_rss_mib']:9,.0f}"
+            )
         for sem in ("semantic", "semantic-pack"):
             c = r[sem]
-            print(f"  {sem} vs FIFO: {c['vs_fifo']:.2f}x (goal >= 1.9x)   vs best baseline ({r['best_baseline']}): "
-                  f"{c['vs_best_baseline']:.2f}x (goal >= 1.3x)   vs oracle SRTF: {c['over_oracle_srtf']:+.1%} (goal within 10%)"
-                  + (f"   vs oracle with packing: {c['over_oracle_pack']:+.1%}" if sem == "semantic-pack" else ""))
+            print(
+                f"  {sem} vs FIFO: {c['vs_fifo']:.2f}x (goal >= 1.9x)   vs best baseline ({r['best_baseline']}): "
+                f"{c['vs_best_baseline']:.2f}x (goal >= 1.3x)   vs oracle SRTF: {c['over_oracle_srtf']:+.1%} (goal within 10%)"
+                + (
+                    f"   vs oracle with packing: {c['over_oracle_pack']:+.1%}"
+                    if sem == "semantic-pack"
+                    else ""
+                )
+            )
         print("  with failures (FailureModel defaults; fifo-noretry: no blind retry of failed jobs):")
         for pol, m in r["failures"].items():
-            print(f"    {pol:12} avg JCT {m['avg_jct_s']:12,.0f} s  infra failures {m['infra_failures']:6,}  app failures "
-                  f"{m['app_failures']:6,}  lost {m['lost_gpu_h']:10,.1f} GPU-h  sim {m['sim_s']:.2f} s")
-        print("  placement on 8-GPU nodes vs a pool of GPUs (stranded: GPU-h free while the best pending job had "
-              "enough GPUs, but on no node):")
-        print(f"    {'policy':14} {'pool JCT s':>12} {'node JCT s':>12} {'node/pool':>9} {'stranded GPU-h':>15} "
-              f"{'of GPU-time':>11} {'pool s':>7} {'node s':>7}")
+            print(
+                f"    {pol:12} avg JCT {m['avg_jct_s']:12,.0f} s  infra failures {m['infra_failures']:6,}  app failures "
+                f"{m['app_failures']:6,}  lost {m['lost_gpu_h']:10,.1f} GPU-h  sim {m['sim_s']:.2f} s"
+            )
+        print(
+            "  placement on 8-GPU nodes vs a pool of GPUs (stranded: GPU-h free while the best pending job had "
+            "enough GPUs, but on no node):"
+        )
+        print(
+            f"    {'policy':14} {'pool JCT s':>12} {'node JCT s':>12} {'node/pool':>9} {'stranded GPU-h':>15} "
+            f"{'of GPU-time':>11} {'pool s':>7} {'node s':>7}"
+        )
         for pol, m in r["node"].items():
             q = r["policies"][pol]
-            print(f"    {pol:14} {q['avg_jct_s']:12,.0f} {m['avg_jct_s']:12,.0f} {m['jct_over_pool']:+9.2%} "
-                  f"{m['stranded_gpu_h']:15,.1f} {m['stranded_frac']:11.3%} {q['sim_s']:7.2f} {m['sim_s']:7.2f}")
+            print(
+                f"    {pol:14} {q['avg_jct_s']:12,.0f} {m['avg_jct_s']:12,.0f} {m['jct_over_pool']:+9.2%} "
+                f"{m['stranded_gpu_h']:15,.1f} {m['stranded_frac']:11.3%} {q['sim_s']:7.2f} {m['sim_s']:7.2f}"
+            )
         for pol, m in r.get("class_mix", {}).items():
-            print(f"  share classes from Lucid's workload mix: {pol:14} avg JCT {m['avg_jct_s']:12,.0f} s  "
-                  f"packs {m['packs']:,}  un-packed {m['unpacks']:,}")
+            print(
+                f"  share classes from Lucid's workload mix: {pol:14} avg JCT {m['avg_jct_s']:12,.0f} s  "
+                f"packs {m['packs']:,}  un-packed {m['unpacks']:,}"
+            )
     for k, w in results[0].get("wait_prediction", {}).items():
-        print(f"queue-wait prediction on Philly ({k}, 5 snapshots, {w['n']:,} pending jobs): median abs error "
-              f"{w['median_abs_error_s'] / 3600:,.1f} h (median actual remaining wait {w['median_remaining_wait_s'] / 3600:,.1f} h)")
+        print(
+            f"queue-wait prediction on Philly ({k}, 5 snapshots, {w['n']:,} pending jobs): median abs error "
+            f"{w['median_abs_error_s'] / 3600:,.1f} h (median actual remaining wait {w['median_remaining_wait_s'] / 3600:,.1f} h)"
+        )
     ph = results[0]["policies"]
     pn = results[0]["node"]
-    print(f"\nspeed on Philly: FIFO {ph['fifo']['sim_s']:.2f} s (goal <= 1 s); slowest policy "
-          f"{max(m['sim_s'] for m in ph.values()):.2f} s (goal <= 5 s); node placement: FIFO {pn['fifo']['sim_s']:.2f} s, "
-          f"slowest {max(m['sim_s'] for m in pn.values()):.2f} s ({max(pn, key=lambda k: pn[k]['sim_s'])})")
+    print(
+        f"\nspeed on Philly: FIFO {ph['fifo']['sim_s']:.2f} s (goal <= 1 s); slowest policy "
+        f"{max(m['sim_s'] for m in ph.values()):.2f} s (goal <= 5 s); node placement: FIFO {pn['fifo']['sim_s']:.2f} s, "
+        f"slowest {max(m['sim_s'] for m in pn.values()):.2f} s ({max(pn, key=lambda k: pn[k]['sim_s'])})"
+    )
     print(f"JSON: {args.json_out}")
     return 0
 

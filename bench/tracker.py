@@ -81,12 +81,24 @@ def accuracy(data: Path, embedder: str) -> dict:
         tracker.track_file(path)
         lat_warm.append(time.perf_counter() - t0)
         oks = {f: field_ok(f, res, lab) for f in FIELDS}
-        rows.append({"file": lab["file"], "framework": lab["framework"], "ok": all(oks.values()),
-                     "fields": oks, "got": {f: res[f] for f in FIELDS + ("total_steps", "last_progress_line")},
-                     "want": {f: lab[f] for f in FIELDS + ("total_steps", "last_progress_line")},
-                     "latency_s": lat_cold[-1], "embedded_templates": clf.n_embedded})
+        rows.append(
+            {
+                "file": lab["file"],
+                "framework": lab["framework"],
+                "ok": all(oks.values()),
+                "fields": oks,
+                "got": {f: res[f] for f in FIELDS + ("total_steps", "last_progress_line")},
+                "want": {f: lab[f] for f in FIELDS + ("total_steps", "last_progress_line")},
+                "latency_s": lat_cold[-1],
+                "embedded_templates": clf.n_embedded,
+            }
+        )
     per_field = {f: sum(r["fields"][f] for r in rows) / len(rows) for f in FIELDS}
-    total_ok = sum(1 for r in rows if r["want"]["total_steps"] is not None and r["got"]["total_steps"] == r["want"]["total_steps"])
+    total_ok = sum(
+        1
+        for r in rows
+        if r["want"]["total_steps"] is not None and r["got"]["total_steps"] == r["want"]["total_steps"]
+    )
     total_n = sum(1 for r in rows if r["want"]["total_steps"] is not None)
     return {
         "n_logs": len(rows),
@@ -124,9 +136,21 @@ def generate_log(path: Path, n_lines: int, seed: int = 0) -> int:
         buf: list[str] = []
         for i in range(n_lines):
             tpl = rng.choices(_TEMPLATES, weights)[0]
-            buf.append(tpl.format(i=i, n=n_lines, s=i % 60, l=rng.random() * 4, t=rng.random(), e=i / n_lines,
-                                  p=i * 100 // n_lines, r=1 + rng.random(), k=i % 8, ms=400 + rng.random() * 50,
-                                  m=rng.randrange(10_000)))
+            buf.append(
+                tpl.format(
+                    i=i,
+                    n=n_lines,
+                    s=i % 60,
+                    l=rng.random() * 4,
+                    t=rng.random(),
+                    e=i / n_lines,
+                    p=i * 100 // n_lines,
+                    r=1 + rng.random(),
+                    k=i % 8,
+                    ms=400 + rng.random() * 50,
+                    m=rng.randrange(10_000),
+                )
+            )
             if len(buf) >= 10_000:
                 chunk = "\n".join(buf) + "\n"
                 fh.write(chunk)
@@ -149,8 +173,14 @@ def throughput(tmp: Path, embedder: str) -> dict:
     dt = time.perf_counter() - t0
     n = sum(counts.values())
     path.unlink()
-    return {"lines": n, "seconds": dt, "lines_per_s": n / dt, "counts": {k.value: v for k, v in counts.items()},
-            "templates": len(clf.decisions), "embedded_templates": clf.n_embedded}
+    return {
+        "lines": n,
+        "seconds": dt,
+        "lines_per_s": n / dt,
+        "counts": {k.value: v for k, v in counts.items()},
+        "templates": len(clf.decisions),
+        "embedded_templates": clf.n_embedded,
+    }
 
 
 _MEM_CHILD = r"""
@@ -203,40 +233,82 @@ def main() -> int:
     ap.add_argument("--embedder", default="minilm", choices=["minilm", "hash", "none"])
     ap.add_argument("--big-gb", type=float, default=5.0)
     ap.add_argument("--skip-big", action="store_true")
-    ap.add_argument("--big-full-classify", action="store_true", help="also classify every line of the big log")
+    ap.add_argument(
+        "--big-full-classify", action="store_true", help="also classify every line of the big log"
+    )
     ap.add_argument("--json-out", type=Path, default=ROOT / "bench" / "results" / "tracker.json")
     args = ap.parse_args()
     if not (args.data / "labels.jsonl").is_file():
-        print(f"data not found: {args.data}/labels.jsonl (the shared data sits beside the checkout)", file=sys.stderr)
+        print(
+            f"data not found: {args.data}/labels.jsonl (the shared data sits beside the checkout)",
+            file=sys.stderr,
+        )
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="schedmate-bench-"))
     acc = accuracy(args.data, args.embedder)
     thr = throughput(tmp, args.embedder)
     mem = None if args.skip_big else big_memory(tmp, args.big_gb, args.big_full_classify)
-    report = {"machine": f"{platform.node()} {os.cpu_count()} cpu", "date": str(date.today()),
-              "embedder": args.embedder, "accuracy": acc, "throughput": thr, "big_log": mem}
+    report = {
+        "machine": f"{platform.node()} {os.cpu_count()} cpu",
+        "date": str(date.today()),
+        "embedder": args.embedder,
+        "accuracy": acc,
+        "throughput": thr,
+        "big_log": mem,
+    }
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(report, indent=2, default=str))
 
     def mark(ok: bool) -> str:
         return "PASS" if ok else "FAIL"
 
-    print(f"\nMetric Tracker benchmark  ({report['date']}, {report['machine']}, embedder={args.embedder}, no LLM)")
+    print(
+        f"\nMetric Tracker benchmark  ({report['date']}, {report['machine']}, embedder={args.embedder}, no LLM)"
+    )
     print(f"{'metric':44} {'measured':>14} {'target':>12}  result")
     pf = acc["per_field"]
     lines = [
-        ("success rate (all fields of a log right)", f"{acc['success_rate']:.1%}", ">= 90%", acc["success_rate"] >= 0.9),
+        (
+            "success rate (all fields of a log right)",
+            f"{acc['success_rate']:.1%}",
+            ">= 90%",
+            acc["success_rate"] >= 0.9,
+        ),
         *[(f"  field accuracy: {f}", f"{pf[f]:.1%}", ">= 95%", pf[f] >= 0.95) for f in FIELDS],
-        ("latency per log, median (cold templates)", f"{acc['latency_cold_median_s']:.3f} s", "<= 0.1 s", acc["latency_cold_median_s"] <= 0.1),
-        ("latency per log, p95 (cold templates)", f"{acc['latency_cold_p95_s']:.3f} s", "<= 0.5 s", acc["latency_cold_p95_s"] <= 0.5),
+        (
+            "latency per log, median (cold templates)",
+            f"{acc['latency_cold_median_s']:.3f} s",
+            "<= 0.1 s",
+            acc["latency_cold_median_s"] <= 0.1,
+        ),
+        (
+            "latency per log, p95 (cold templates)",
+            f"{acc['latency_cold_p95_s']:.3f} s",
+            "<= 0.5 s",
+            acc["latency_cold_p95_s"] <= 0.5,
+        ),
         ("latency per log, median (warm templates)", f"{acc['latency_warm_median_s']:.3f} s", "", True),
-        ("classification, 1M-line log", f"{thr['lines_per_s']:,.0f} l/s", ">= 200,000", thr["lines_per_s"] >= 200_000),
+        (
+            "classification, 1M-line log",
+            f"{thr['lines_per_s']:,.0f} l/s",
+            ">= 200,000",
+            thr["lines_per_s"] >= 200_000,
+        ),
     ]
     if mem and "error" not in mem:
-        lines.append((f"peak RSS, {mem['file_gb']:.1f} GB log (process)", f"{mem['peak_rss_mb']:.0f} MB", "<= 300 MB", mem["peak_rss_mb"] <= 300))
+        lines.append(
+            (
+                f"peak RSS, {mem['file_gb']:.1f} GB log (process)",
+                f"{mem['peak_rss_mb']:.0f} MB",
+                "<= 300 MB",
+                mem["peak_rss_mb"] <= 300,
+            )
+        )
         lines.append((f"  track time on {mem['file_gb']:.1f} GB log", f"{mem['track_s']:.2f} s", "", True))
         if mem.get("classify_s"):
-            lines.append((f"  classify all lines of {mem['file_gb']:.1f} GB", f"{mem['classify_s']:.0f} s", "", True))
+            lines.append(
+                (f"  classify all lines of {mem['file_gb']:.1f} GB", f"{mem['classify_s']:.0f} s", "", True)
+            )
     elif mem:
         lines.append(("big log", mem["error"], "", False))
     for name, val, tgt, ok in lines:

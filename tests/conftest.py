@@ -79,12 +79,22 @@ def llama_server() -> Iterator[str]:
     logdir = Path(tempfile.mkdtemp(prefix="schedmate-llama-"))
     stderr_path = logdir / "stderr.log"
     cmd = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model),
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "2048", "--n_threads", "2",
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
         # Chat output is identical with and without it (checked); embeddings come back per token.
-        "--embedding", "true",
+        "--embedding",
+        "true",
     ]
     # Output goes to files, not pipes: a full pipe would block the server.
     with (logdir / "stdout.log").open("wb") as out, stderr_path.open("wb") as err:

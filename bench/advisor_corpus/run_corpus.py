@@ -9,6 +9,7 @@ so `python ...`, `torchrun ...` and `bash scripts/...` use the venv. Every worke
 to one CPU thread (OMP_NUM_THREADS=1 etc.), so a job's `n_gpus` (worker processes) is also the number
 of cores it uses. Wall-clock duration is measured with time.monotonic() from launch to exit.
 """
+
 import argparse
 import contextlib
 import datetime as dt
@@ -23,8 +24,20 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-KEYS = ["job_id", "duration_s", "submit_time", "status", "n_gpus", "n_nodes", "gpu_model", "user", "name",
-        "code_dir", "command", "config_files"]
+KEYS = [
+    "job_id",
+    "duration_s",
+    "submit_time",
+    "status",
+    "n_gpus",
+    "n_nodes",
+    "gpu_model",
+    "user",
+    "name",
+    "code_dir",
+    "command",
+    "config_files",
+]
 
 
 def job_env(venv_bin: Path) -> dict:
@@ -34,9 +47,18 @@ def job_env(venv_bin: Path) -> dict:
     env.pop("PYTHONHOME", None)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = "1"
-    env.update({"KERAS_BACKEND": "torch", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
-                "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(
+        {
+            "KERAS_BACKEND": "torch",
+            "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "WANDB_MODE": "disabled",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     return env
 
 
@@ -73,8 +95,14 @@ def run_job(job: dict, env: dict, timeout: float, log_dir: Path) -> dict:
     with open(log_path, "w") as log:
         log.write(f"$ cd {job['code_dir']} && {job['command']}\n")
         log.flush()
-        proc = subprocess.Popen(["bash", "-c", job["command"]], cwd=code_dir, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", job["command"]],
+            cwd=code_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             rc = proc.wait(timeout=timeout)
             if rc != 0:
@@ -133,15 +161,25 @@ def main():
             f.write(json.dumps(rec) + "\n")
             f.flush()
             n_failed += rec["status"] != "completed"
-            print(f"[{i}/{len(jobs)}] {rec['job_id']} {job['family']:<24} {rec['status']:<9} {rec['duration_s']:8.2f}s  {job['name']}",
-                  flush=True)
+            print(
+                f"[{i}/{len(jobs)}] {rec['job_id']} {job['family']:<24} {rec['status']:<9} {rec['duration_s']:8.2f}s  {job['name']}",
+                flush=True,
+            )
     total = time.monotonic() - t_all
     print(f"{len(jobs)} jobs, {n_failed} failed, total {total:.1f}s -> {out}")
-    meta = {"total_s": round(total, 1), "n_jobs": len(jobs), "n_failed": n_failed,
-            "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version(),
-            "load_1min": {"min": min(loads), "median": statistics.median(loads), "max": max(loads),
-                          "sampled": "before each job"}}
+    meta = {
+        "total_s": round(total, 1),
+        "n_jobs": len(jobs),
+        "n_failed": n_failed,
+        "finished": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "load_1min": {
+            "min": min(loads),
+            "median": statistics.median(loads),
+            "max": max(loads),
+            "sampled": "before each job",
+        },
+    }
     Path(str(out) + ".meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 

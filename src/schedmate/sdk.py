@@ -30,8 +30,14 @@ from schedmate.tracker import FieldMapper, LineClassifier, MetricTracker
 if TYPE_CHECKING:
     from schedmate.advisor import Advisor
 
-__all__ = ["build_tracker", "track_files", "save_tracker_state", "build_failure_handler", "build_advisor",
-           "advisor_store_path"]
+__all__ = [
+    "build_tracker",
+    "track_files",
+    "save_tracker_state",
+    "build_failure_handler",
+    "build_advisor",
+    "advisor_store_path",
+]
 
 
 def _embedder(settings: Settings):  # type: ignore[no-untyped-def]
@@ -62,7 +68,9 @@ def build_tracker(settings: Settings, *, use_cache: bool = True) -> MetricTracke
         with contextlib.suppress(OSError, ValueError, AttributeError):
             classifier.load_state(json.loads(_templates_file(settings).read_text("utf-8")))
     llm = _llm(settings) if settings.tracker.use_llm else None
-    mapper = FieldMapper(llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None)
+    mapper = FieldMapper(
+        llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None
+    )
     return MetricTracker(settings.tracker, classifier=classifier, mapper=mapper)
 
 
@@ -78,7 +86,9 @@ def save_tracker_state(tracker: MetricTracker, settings: Settings) -> None:
         pass  # a cache is best effort
 
 
-def track_files(tracker: MetricTracker, paths: Iterable[str | Path], *, live: bool = True) -> Iterator[TrackResult]:
+def track_files(
+    tracker: MetricTracker, paths: Iterable[str | Path], *, live: bool = True
+) -> Iterator[TrackResult]:
     """Track each file; a file that cannot be read yields a result with `error` set."""
     for p in paths:
         try:
@@ -145,6 +155,10 @@ def build_advisor(settings: Settings, store: str | Path | None = None) -> Adviso
         from schedmate.advisor.agent import MetadataAgent
 
         a = settings.advisor
-        agent = MetadataAgent(llm, max_steps=a.agent_max_steps, max_prompt_chars=a.agent_max_prompt_chars,
-                              max_observation_chars=a.agent_max_observation_chars)
+        agent = MetadataAgent(
+            llm,
+            max_steps=a.agent_max_steps,
+            max_prompt_chars=a.agent_max_prompt_chars,
+            max_observation_chars=a.agent_max_observation_chars,
+        )
     return Advisor(history, embedder, settings.advisor, agent=agent)

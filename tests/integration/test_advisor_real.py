@@ -13,7 +13,10 @@ from schedmate.backends.embedder import MiniLMEmbedder
 
 pytestmark = pytest.mark.integration
 
-def test_similar_program_found_and_scaled_with_real_embeddings(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+
+def test_similar_program_found_and_scaled_with_real_embeddings(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
     hist, q = two_programs(tmp_path)
     store = SqliteHistoryStore(tmp_path / "h.db", embedder_name=minilm.name, exact_below=0)  # HNSW path
     adv = Advisor(store, minilm)

@@ -35,7 +35,6 @@ CLASSIFY = [
 ]
 
 
-
 @pytest.fixture
 def silent_server_url() -> Iterator[str]:
     """Accepts TCP connections (kernel backlog) and never answers: only a timeout ends a request."""
@@ -69,7 +68,9 @@ def test_real_server_handles_nullable_fields(llama_server: str) -> None:
 
 
 def test_closed_port_raises_backend_error_then_unavailable_quickly(closed_port_url: str) -> None:
-    llm = OpenAIBackend(LLMSettings(base_url=closed_port_url, timeout_s=5, breaker_failures=2, breaker_reset_s=60))
+    llm = OpenAIBackend(
+        LLMSettings(base_url=closed_port_url, timeout_s=5, breaker_failures=2, breaker_reset_s=60)
+    )
     t0 = time.monotonic()
     for _ in range(2):
         with pytest.raises(LLMTransportError, match="cannot connect") as info:

@@ -30,10 +30,20 @@ Factory = Callable[..., PgvectorHistoryStore]
 
 def recs(n: int, dim: int = 16, seed: int = 0) -> tuple[list[JobRecord], np.ndarray]:
     rng = np.random.default_rng(seed)
-    records = [JobRecord(job_id=f"j{i}", duration_s=float(i + 1), user=f"u{i % 3}", n_gpus=1 + i % 4,
-                         metadata=WorkloadMetadata(max_steps=i + 1), size={"width": 8.0}, text=f"job {i}",
-                         config_files=("conf/a.yaml",), command="python train.py")
-               for i in range(n)]
+    records = [
+        JobRecord(
+            job_id=f"j{i}",
+            duration_s=float(i + 1),
+            user=f"u{i % 3}",
+            n_gpus=1 + i % 4,
+            metadata=WorkloadMetadata(max_steps=i + 1),
+            size={"width": 8.0},
+            text=f"job {i}",
+            config_files=("conf/a.yaml",),
+            command="python train.py",
+        )
+        for i in range(n)
+    ]
     return records, rng.normal(size=(n, dim)).astype(np.float32)
 
 
@@ -115,8 +125,12 @@ def test_hnsw_index_is_built_once_the_store_is_large(open_store: Factory) -> Non
     # 500 rows: the planner would rightly scan; make it use the index so the HNSW path is what runs
     db._db.execute("SET enable_seqscan = off")
     assert db.search(vecs[42], 1)[0].record.job_id == "j42"
-    plan = "\n".join(r[0] for r in db._db.execute(
-        f'EXPLAIN SELECT id FROM "{db.schema}".jobs ORDER BY embedding <=> %s LIMIT 5', (vecs[0],)))
+    plan = "\n".join(
+        r[0]
+        for r in db._db.execute(
+            f'EXPLAIN SELECT id FROM "{db.schema}".jobs ORDER BY embedding <=> %s LIMIT 5', (vecs[0],)
+        )
+    )
     assert "jobs_embedding_hnsw" in plan  # the index, not a scan and sort
     top = db.search(vecs[7], 31)
     assert len(top) == 31 and top[0].record.job_id == "j7"  # k above the default candidate list
@@ -182,12 +196,16 @@ def test_meta_extraction_cache_and_format(open_store: Factory) -> None:
         open_store()
 
 
-def test_schemas_keep_stores_apart_in_one_database(postgres_url: str, open_store: Factory, schema: str) -> None:
+def test_schemas_keep_stores_apart_in_one_database(
+    postgres_url: str, open_store: Factory, schema: str
+) -> None:
     other = f"{schema}_b"
     try:
         records, vecs = recs(5)
         a = open_store()
-        b = PgvectorHistoryStore(f"{postgres_url}?schema={other}", embedder_name="other")  # schema from the URL
+        b = PgvectorHistoryStore(
+            f"{postgres_url}?schema={other}", embedder_name="other"
+        )  # schema from the URL
         a.add(records, vecs)
         b.add(records[:2], vecs[:2, :8])
         assert (a.count(), a.dim, b.count(), b.dim, b.schema) == (5, 16, 2, 8, other)
@@ -204,25 +222,38 @@ class _NoExtractor:
 def test_advisor_import_and_advise_through_postgres(open_store: Factory, tmp_path: Path) -> None:
     code = tmp_path / "lm"
     code.mkdir()
-    (code / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
-                                   "p.add_argument('--max-steps', type=int, default=100)\n")
+    (code / "train.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--max-steps', type=int, default=100)\n"
+    )
     emb = HashEmbedder()
     adv = Advisor(open_store(embedder_name=emb.name), emb)
-    hist = [JobRecord(job_id=f"h{i}", duration_s=5.0 + s / 100, user="ann", code_dir=str(code),
-                      command=f"python train.py --max-steps {s}") for i, s in enumerate((100, 200, 400, 800))]
+    hist = [
+        JobRecord(
+            job_id=f"h{i}",
+            duration_s=5.0 + s / 100,
+            user="ann",
+            code_dir=str(code),
+            command=f"python train.py --max-steps {s}",
+        )
+        for i, s in enumerate((100, 200, 400, 800))
+    ]
     report = adv.import_jobs(hist)
     assert report.imported == 4 and report.extracted == 4
     assert adv.store.get_meta("calibration") is not None
     # a second Advisor reads the extractions from the store's cache, not the directory
     adv2 = Advisor(open_store(embedder_name=emb.name), emb, extractor=_NoExtractor())  # type: ignore[arg-type]
     assert adv2.import_jobs(hist).imported == 4
-    a = adv.advise(JobRecord(job_id="q", user="ann", code_dir=str(code), command="python train.py --max-steps 600"))
+    a = adv.advise(
+        JobRecord(job_id="q", user="ann", code_dir=str(code), command="python train.py --max-steps 600")
+    )
     assert a.error is None and a.method in ("knn", "knn-scaled") and a.p50_s is not None
     assert {j for j, _, _ in a.neighbors} <= {"h0", "h1", "h2", "h3"}
 
 
 def test_advisor_with_real_embeddings_through_the_hnsw_index(
-        open_store: Factory, tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    open_store: Factory, tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
     hist, q = two_programs(tmp_path)
     store = open_store(embedder_name=minilm.name, exact_below=0)  # HNSW path
     adv = Advisor(store, minilm)
@@ -235,15 +266,30 @@ def test_advisor_with_real_embeddings_through_the_hnsw_index(
 
 
 def test_cli_import_stats_and_advise_with_a_postgres_url(
-        runner: CliRunner, postgres_url: str, schema: str, tmp_path: Path) -> None:
+    runner: CliRunner, postgres_url: str, schema: str, tmp_path: Path
+) -> None:
     code = tmp_path / "code" / "lm"
     code.mkdir(parents=True)
-    (code / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
-                                   "p.add_argument('--max-steps', type=int, default=100)\n")
+    (code / "train.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--max-steps', type=int, default=100)\n"
+    )
     hist = tmp_path / "history.jsonl"
-    hist.write_text("\n".join(json.dumps({"job_id": f"h{i}", "duration_s": 5 + s / 100, "user": "ann",
-                                          "code_dir": "code/lm", "command": f"python train.py --max-steps {s}"})
-                              for i, s in enumerate((100, 200, 400, 800))) + "\n")
+    hist.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "job_id": f"h{i}",
+                    "duration_s": 5 + s / 100,
+                    "user": "ann",
+                    "code_dir": "code/lm",
+                    "command": f"python train.py --max-steps {s}",
+                }
+            )
+            for i, s in enumerate((100, 200, 400, 800))
+        )
+        + "\n"
+    )
     url = f"{postgres_url}?schema={schema}"
     r = runner.invoke(app, ["history", "import", "--store", url, "--json", str(hist)])
     assert r.exit_code == 0, r.output
@@ -253,8 +299,21 @@ def test_cli_import_stats_and_advise_with_a_postgres_url(
     r = runner.invoke(app, ["history", "stats", "--store", url, "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["jobs"] == 4 and json.loads(r.stdout)["embedder"] == "hash"
-    r = runner.invoke(app, ["advise", "--store", url, "--json", "--code", str(code),
-                            "--cmd", "python train.py --max-steps 600", "--user", "ann"])
+    r = runner.invoke(
+        app,
+        [
+            "advise",
+            "--store",
+            url,
+            "--json",
+            "--code",
+            str(code),
+            "--cmd",
+            "python train.py --max-steps 600",
+            "--user",
+            "ann",
+        ],
+    )
     assert r.exit_code == 0, r.output
     a = json.loads(r.stdout)
     assert a["metadata"]["max_steps"] == 600 and a["error"] is None and a["neighbors"]

@@ -24,7 +24,9 @@ HOSTILE = (
 def job(tmp_path: Path) -> Path:
     root = tmp_path / "job"
     root.mkdir()
-    (root / "train.py").write_text("import torch\nBATCH_SIZE = 32\nEPOCHS = 3\nopt = torch.optim.AdamW(lr=3e-4)\n")
+    (root / "train.py").write_text(
+        "import torch\nBATCH_SIZE = 32\nEPOCHS = 3\nopt = torch.optim.AdamW(lr=3e-4)\n"
+    )
     (root / "README.md").write_text(HOSTILE)
     return root
 
@@ -32,7 +34,9 @@ def job(tmp_path: Path) -> Path:
 KNOWN = WorkloadMetadata(framework="pytorch", n_gpus=8)
 
 
-def step(action: str, answer: dict[str, Any] | None = None, thought: str = "look", **args: Any) -> dict[str, Any]:
+def step(
+    action: str, answer: dict[str, Any] | None = None, thought: str = "look", **args: Any
+) -> dict[str, Any]:
     return {"thought": thought, "action": action, "args": args, "answer": answer}
 
 
@@ -45,11 +49,13 @@ def conversation(llm: ScriptedLLMBackend, call: int = -1) -> str:
 
 
 def test_explores_then_fills_only_the_requested_missing_fields(job: Path) -> None:
-    llm = ScriptedLLMBackend([
-        step("file_tree"),
-        step("grep", pattern="batch_size"),
-        final(micro_batch_size=32, epochs=3, optimizer="adamw"),
-    ])
+    llm = ScriptedLLMBackend(
+        [
+            step("file_tree"),
+            step("grep", pattern="batch_size"),
+            final(micro_batch_size=32, epochs=3, optimizer="adamw"),
+        ]
+    )
     r = MetadataAgent(llm).fill(job, KNOWN, fields=["micro_batch_size", "epochs"])
     assert isinstance(r, AgentResult)
     assert r.error is None and r.steps == 3 and llm.remaining == 0
@@ -111,14 +117,16 @@ def test_unknown_field_and_bad_settings_are_our_errors(job: Path) -> None:
 
 
 def test_tool_errors_are_fed_back_and_the_loop_continues(job: Path) -> None:
-    llm = ScriptedLLMBackend([
-        step("file_read", path="../../etc/passwd"),
-        step("file_read", path="nope.py"),
-        step("grep", pattern="lr=(3"),
-        step("file_read", path="train.py", mode="rw"),
-        step("file_read", path="train.py"),
-        final(epochs=3),
-    ])
+    llm = ScriptedLLMBackend(
+        [
+            step("file_read", path="../../etc/passwd"),
+            step("file_read", path="nope.py"),
+            step("grep", pattern="lr=(3"),
+            step("file_read", path="train.py", mode="rw"),
+            step("file_read", path="train.py"),
+            final(epochs=3),
+        ]
+    )
     r = MetadataAgent(llm, max_steps=8).fill(job, KNOWN, fields=["epochs"])
     assert r.error is None and r.filled == ("epochs",) and r.steps == 6
     fed_back = [llm.sent[i][-1]["content"] for i in range(1, 5)]
@@ -149,18 +157,21 @@ def test_forced_final_rejects_a_tool_call_and_retries(job: Path) -> None:
 
 
 def test_answers_add_up_over_steps_and_later_values_win(job: Path) -> None:
-    llm = ScriptedLLMBackend([
-        step("file_tree", answer={"epochs": 2, "seq_len": 128}),
-        step("grep", answer={"epochs": 3}, pattern="EPOCHS"),
-        final(),
-    ])
+    llm = ScriptedLLMBackend(
+        [
+            step("file_tree", answer={"epochs": 2, "seq_len": 128}),
+            step("grep", answer={"epochs": 3}, pattern="EPOCHS"),
+            final(),
+        ]
+    )
     r = MetadataAgent(llm, max_steps=3).fill(job, KNOWN, fields=["epochs", "seq_len"])
     assert (r.metadata.epochs, r.metadata.seq_len) == (3, 128)
 
 
 def test_invalid_json_is_retried_inside_the_backend(job: Path) -> None:
-    llm = ScriptedLLMBackend(["I think the batch size is 32", '{"action": "final", "answer": {"epochs": -1}}',
-                              final(epochs=3)])
+    llm = ScriptedLLMBackend(
+        ["I think the batch size is 32", '{"action": "final", "answer": {"epochs": -1}}', final(epochs=3)]
+    )
     r = MetadataAgent(llm).fill(job, KNOWN, fields=["epochs"])
     assert r.error is None and r.steps == 1 and r.metadata.epochs == 3
     text = conversation(llm)
@@ -182,8 +193,9 @@ def test_llm_outage_returns_the_original_metadata_with_an_error(job: Path) -> No
 
 
 def test_outage_mid_run_keeps_what_was_found(job: Path) -> None:
-    llm = ScriptedLLMBackend([step("grep", pattern="EPOCHS", answer={"epochs": 3}),
-                              BackendUnavailable("scripted: down")])
+    llm = ScriptedLLMBackend(
+        [step("grep", pattern="EPOCHS", answer={"epochs": 3}), BackendUnavailable("scripted: down")]
+    )
     r = MetadataAgent(llm).fill(job, KNOWN, fields=["epochs"])
     assert r.error == "scripted: down" and r.steps == 1 and r.metadata.epochs == 3
     assert [t.action for t in r.transcript] == ["grep"]
@@ -193,14 +205,16 @@ def test_hostile_file_cannot_cause_reads_outside_or_change_known_values(job: Pat
     secret = tmp_path / "secret.txt"
     secret.write_text("root:x:0:0:TOP-SECRET\n")
     # The scripted model obeys the injected instructions; the tools and the merge refuse.
-    llm = ScriptedLLMBackend([
-        step("file_read", path="README.md"),
-        step("file_read", path="/etc/passwd"),
-        step("file_read", path=str(secret)),
-        step("file_read", path="../secret.txt"),
-        step("grep", pattern="root", path="../"),
-        final(n_gpus=0, dataset="root:x:0:0"),
-    ])
+    llm = ScriptedLLMBackend(
+        [
+            step("file_read", path="README.md"),
+            step("file_read", path="/etc/passwd"),
+            step("file_read", path=str(secret)),
+            step("file_read", path="../secret.txt"),
+            step("grep", pattern="root", path="../"),
+            final(n_gpus=0, dataset="root:x:0:0"),
+        ]
+    )
     r = MetadataAgent(llm, max_steps=6).fill(job, KNOWN, fields=["n_gpus", "dataset"])
     assert r.metadata.n_gpus == 8
     assert r.metadata.dataset == "root:x:0:0"  # a requested text field: the model may still lie in it
@@ -247,7 +261,11 @@ def test_prompt_stays_within_budget_by_eliding_old_observations(job: Path) -> No
     assert r.steps == 8 and r.error is None
     for convo in llm.sent:
         # the backend appends its schema hint to the system message; count the rest
-        assert sum(len(m["content"]) for m in convo[1:]) + len(convo[0]["content"].split("\n\nReply with only")[0]) <= budget
+        assert (
+            sum(len(m["content"]) for m in convo[1:])
+            + len(convo[0]["content"].split("\n\nReply with only")[0])
+            <= budget
+        )
     assert "older message removed" in conversation(llm)
     assert "value_1201" in llm.sent[-1][-2]["content"]  # the latest observation is kept
 
@@ -269,7 +287,11 @@ def test_reply_schema_has_a_maximum_size() -> None:
     args = schema["$defs"]["ToolArgs"]
     assert args["additionalProperties"] is False
     assert set(args["properties"]) == {n for n, _, _ in inputs}
-    strings = [p for p in args["properties"].values() if any(a.get("type") == "string" for a in p.get("anyOf", []))]
-    assert strings and all(a.get("maxLength") for p in strings for a in p["anyOf"] if a.get("type") == "string")
+    strings = [
+        p for p in args["properties"].values() if any(a.get("type") == "string" for a in p.get("anyOf", []))
+    ]
+    assert strings and all(
+        a.get("maxLength") for p in strings for a in p["anyOf"] if a.get("type") == "string"
+    )
     answer = schema["$defs"]["MetadataAnswer"]["properties"]["optimizer"]
     assert any(a.get("maxLength") for a in answer["anyOf"])

@@ -18,7 +18,9 @@ def test_lucid_naive_prefers_user_gpus_and_similar_name() -> None:
         JobRecord(job_id="5", duration_s=1000.0, user="b", n_gpus=8, name="bert-large-ft"),
     ]
     est = LucidNaiveEstimator().fit(hist)
-    assert est.predict(JobRecord(job_id="q", user="a", n_gpus=8, name="bert-large-ft")) == pytest.approx(200.0)
+    assert est.predict(JobRecord(job_id="q", user="a", n_gpus=8, name="bert-large-ft")) == pytest.approx(
+        200.0
+    )
     assert est.predict(JobRecord(job_id="q", user="a", n_gpus=8, name="gpt")) == pytest.approx(150.0)
     assert est.predict(JobRecord(job_id="q", user="a", n_gpus=4, name="x")) == pytest.approx(115.0)
     assert est.predict(JobRecord(job_id="q", user="zed", n_gpus=4)) == pytest.approx(292.0)
@@ -26,8 +28,13 @@ def test_lucid_naive_prefers_user_gpus_and_similar_name() -> None:
 
 def test_gbm_learns_steps_dependence() -> None:
     def rec(i: int, steps: int) -> JobRecord:
-        return JobRecord(job_id=str(i), duration_s=float(steps), user="u", n_gpus=1,
-                         metadata=WorkloadMetadata(max_steps=steps, global_batch_size=8, framework="pytorch"))
+        return JobRecord(
+            job_id=str(i),
+            duration_s=float(steps),
+            user="u",
+            n_gpus=1,
+            metadata=WorkloadMetadata(max_steps=steps, global_batch_size=8, framework="pytorch"),
+        )
 
     train = [rec(i, s) for i, s in enumerate([100, 200, 400, 800, 1600, 3200] * 4)]
     gbm = GBMEstimator(min_samples_leaf=2).fit(train)

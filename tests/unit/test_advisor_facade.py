@@ -25,7 +25,9 @@ def step(action: str, answer: dict[str, object] | None = None, **args: object) -
 
 def test_agent_fills_what_static_analysis_missed_once_per_content(tmp_path: Path) -> None:
     d = job(tmp_path, "import torch\nfrom mylib import run\nrun(cfg=load_remote())\n")
-    llm = ScriptedLLMBackend([step("file_read", path="train.py"), step("final", {"max_steps": 500, "n_gpus": 64})])
+    llm = ScriptedLLMBackend(
+        [step("file_read", path="train.py"), step("final", {"max_steps": 500, "n_gpus": 64})]
+    )
     store = SqliteHistoryStore(tmp_path / "h.db")
     adv = Advisor(store, HashEmbedder(), agent=MetadataAgent(llm, max_steps=3))
     rec = JobRecord(job_id="a", code_dir=str(d), command="python train.py", n_gpus=2)
@@ -39,8 +41,11 @@ def test_agent_fills_what_static_analysis_missed_once_per_content(tmp_path: Path
 
 
 def test_no_agent_call_when_the_work_is_known(tmp_path: Path) -> None:
-    d = job(tmp_path, "import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', default=100)\n"
-                      "p.add_argument('--model', default='gpt2')\n")
+    d = job(
+        tmp_path,
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', default=100)\n"
+        "p.add_argument('--model', default='gpt2')\n",
+    )
     llm = ScriptedLLMBackend([])
     adv = Advisor(InMemoryHistoryStore(), HashEmbedder(), agent=MetadataAgent(llm))
     assert adv.extract(JobRecord(job_id="a", code_dir=str(d))).metadata.max_steps == 100
@@ -58,11 +63,18 @@ def test_llm_outage_keeps_static_metadata_and_notes_it(tmp_path: Path) -> None:
 
 
 def test_import_then_advise_uses_similar_jobs(tmp_path: Path) -> None:
-    d = job(tmp_path, "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=1)\n"
-                      "p.add_argument('--num-samples', type=int, default=1000)\n")
+    d = job(
+        tmp_path,
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=1)\n"
+        "p.add_argument('--num-samples', type=int, default=1000)\n",
+    )
     adv = Advisor(InMemoryHistoryStore(), HashEmbedder())
-    hist = [JobRecord(job_id=f"h{e}", duration_s=2.0 + 3.0 * e, code_dir=str(d), command=f"python train.py --epochs {e}")
-            for e in (1, 2, 4, 8)]
+    hist = [
+        JobRecord(
+            job_id=f"h{e}", duration_s=2.0 + 3.0 * e, code_dir=str(d), command=f"python train.py --epochs {e}"
+        )
+        for e in (1, 2, 4, 8)
+    ]
     rep = adv.import_jobs(hist)
     assert rep.imported == 4 and rep.errors == []
     a = adv.advise(JobRecord(job_id="q", code_dir=str(d), command="python train.py --epochs 6"))

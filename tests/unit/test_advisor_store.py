@@ -14,9 +14,18 @@ from schedmate.core.errors import ConfigError, InputError
 
 def recs(n: int, dim: int = 16, seed: int = 0) -> tuple[list[JobRecord], np.ndarray]:
     rng = np.random.default_rng(seed)
-    records = [JobRecord(job_id=f"j{i}", duration_s=float(i + 1), user=f"u{i % 3}", n_gpus=1 + i % 4,
-                         metadata=WorkloadMetadata(max_steps=i + 1), size={"width": 8.0}, text=f"job {i}")
-               for i in range(n)]
+    records = [
+        JobRecord(
+            job_id=f"j{i}",
+            duration_s=float(i + 1),
+            user=f"u{i % 3}",
+            n_gpus=1 + i % 4,
+            metadata=WorkloadMetadata(max_steps=i + 1),
+            size={"width": 8.0},
+            text=f"job {i}",
+        )
+        for i in range(n)
+    ]
     return records, rng.normal(size=(n, dim)).astype(np.float32)
 
 

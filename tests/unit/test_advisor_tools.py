@@ -55,8 +55,12 @@ def test_tools_describe_themselves(job: Path) -> None:
     tools = JobDirTools(job)
     assert tools.names == ("file_tree", "file_read", "grep")
     text = tools.describe()
-    for needle in ("file_tree(path: string = '.', depth: integer = 3)", "file_read(path: string,",
-                   "grep(pattern: string", "glob"):
+    for needle in (
+        "file_tree(path: string = '.', depth: integer = 3)",
+        "file_read(path: string,",
+        "grep(pattern: string",
+        "glob",
+    ):
         assert needle in text
     assert isinstance(tools.tools["grep"], Tool)
 
@@ -147,8 +151,11 @@ def test_grep_hits_and_files_are_bounded(job: Path) -> None:
 @pytest.mark.parametrize("path", ["../outside/secret.txt", "configs/../../outside/secret.txt", "..", "./.."])
 def test_dotdot_escapes_are_refused(job: Path, outside: Path, path: str) -> None:
     tools = JobDirTools(job)
-    for tool, args in (("file_read", {"path": path}), ("file_tree", {"path": path}),
-                       ("grep", {"pattern": "SECRET", "path": path})):
+    for tool, args in (
+        ("file_read", {"path": path}),
+        ("file_tree", {"path": path}),
+        ("grep", {"pattern": "SECRET", "path": path}),
+    ):
         msg = err(tools.run(tool, args))
         assert "outside the job directory" in msg
         assert "TOP-SECRET" not in msg
@@ -216,7 +223,9 @@ def test_fifo_is_refused_without_blocking(job: Path) -> None:
     tools = JobDirTools(job)
     results: list[str | ToolError] = []
     worker = threading.Thread(
-        target=lambda: results.extend([tools.run("file_read", {"path": "pipe"}), tools.run("grep", {"pattern": "x"})]),
+        target=lambda: results.extend(
+            [tools.run("file_read", {"path": "pipe"}), tools.run("grep", {"pattern": "x"})]
+        ),
         daemon=True,
     )
     worker.start()

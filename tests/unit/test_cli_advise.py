@@ -11,9 +11,11 @@ from typer.testing import CliRunner
 from schedmate.advisor.jobs import LineError, read_jobs
 from schedmate.cli import app
 
-TRAIN = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', type=int, default=100)\n"
-         "p.add_argument('--batch-size', type=int, default=32)\np.add_argument('--n-layer', type=int, default=4)\n"
-         "p.add_argument('--n-embd', type=int, default=128)\n")
+TRAIN = (
+    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', type=int, default=100)\n"
+    "p.add_argument('--batch-size', type=int, default=32)\np.add_argument('--n-layer', type=int, default=4)\n"
+    "p.add_argument('--n-embd', type=int, default=128)\n"
+)
 
 
 def make_history(tmp_path: Path) -> Path:
@@ -21,9 +23,16 @@ def make_history(tmp_path: Path) -> Path:
     job.mkdir(parents=True)
     (job / "train.py").write_text(TRAIN)
     lines = [
-        {"job_id": f"h{i}", "duration_s": 5 + s / 100, "user": "ann", "name": "lm", "n_gpus": 1,
-         "submit_time": f"2026-11-0{i + 1}T10:00:00Z", "code_dir": "code/lm",
-         "command": f"python train.py --max-steps {s}"}
+        {
+            "job_id": f"h{i}",
+            "duration_s": 5 + s / 100,
+            "user": "ann",
+            "name": "lm",
+            "n_gpus": 1,
+            "submit_time": f"2026-11-0{i + 1}T10:00:00Z",
+            "code_dir": "code/lm",
+            "command": f"python train.py --max-steps {s}",
+        }
         for i, s in enumerate((100, 200, 400, 800))
     ]
     text = "\n".join(json.dumps(x) for x in lines)
@@ -52,8 +61,23 @@ def test_advise_one_job_json_contract(runner: CliRunner, tmp_path: Path) -> None
     hist = make_history(tmp_path)
     store = tmp_path / "h.db"
     runner.invoke(app, ["history", "import", "--store", str(store), str(hist)])
-    r = runner.invoke(app, ["advise", "--store", str(store), "--json", "--code", str(tmp_path / "code" / "lm"),
-                            "--cmd", "python train.py --max-steps 600", "--gpus", "1", "--user", "ann"])
+    r = runner.invoke(
+        app,
+        [
+            "advise",
+            "--store",
+            str(store),
+            "--json",
+            "--code",
+            str(tmp_path / "code" / "lm"),
+            "--cmd",
+            "python train.py --max-steps 600",
+            "--gpus",
+            "1",
+            "--user",
+            "ann",
+        ],
+    )
     assert r.exit_code == 0, r.output
     a = json.loads(r.stdout)
     assert set(a) == {"job_id", "metadata", "p10_s", "p50_s", "p90_s", "method", "neighbors", "error"}
@@ -68,8 +92,12 @@ def test_advise_batch_one_line_per_job_with_errors(runner: CliRunner, tmp_path: 
     store = tmp_path / "h.db"
     runner.invoke(app, ["history", "import", "--store", str(store), str(hist)])
     batch = tmp_path / "batch.jsonl"
-    batch.write_text(json.dumps({"job_id": "q1", "code_dir": "code/lm", "command": "python train.py", "user": "ann"})
-                     + "\n{oops\n" + json.dumps({"job_id": "q2", "code_dir": "code/missing", "user": "ann"}) + "\n")
+    batch.write_text(
+        json.dumps({"job_id": "q1", "code_dir": "code/lm", "command": "python train.py", "user": "ann"})
+        + "\n{oops\n"
+        + json.dumps({"job_id": "q2", "code_dir": "code/missing", "user": "ann"})
+        + "\n"
+    )
     r = runner.invoke(app, ["advise", "--store", str(store), "--json", "--batch", str(batch)])
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in r.stdout.strip().splitlines()]
@@ -96,8 +124,10 @@ def test_advise_table_and_bad_usage(runner: CliRunner, tmp_path: Path) -> None:
 def test_read_jobs_resolves_code_dir_and_times(tmp_path: Path) -> None:
     f = tmp_path / "sub" / "h.jsonl"
     f.parent.mkdir()
-    f.write_text('{"job_id": 7, "duration_s": 1, "code_dir": "x", "submit_time": "2026-01-01T00:00:00Z", '
-                 '"config_files": "a.yaml", "extra": 1}\n{"job_id": "b", "duration_s": 1, "submit_time": true}\n[1]\n')
+    f.write_text(
+        '{"job_id": 7, "duration_s": 1, "code_dir": "x", "submit_time": "2026-01-01T00:00:00Z", '
+        '"config_files": "a.yaml", "extra": 1}\n{"job_id": "b", "duration_s": 1, "submit_time": true}\n[1]\n'
+    )
     items = list(read_jobs(f, need_duration=True))
     rec = items[0]
     assert not isinstance(rec, LineError)
@@ -110,20 +140,35 @@ def test_read_jobs_resolves_code_dir_and_times(tmp_path: Path) -> None:
 def test_sacct_json_import(runner: CliRunner, tmp_path: Path) -> None:
     job = tmp_path / "job"
     job.mkdir()
-    (job / "run.sh").write_text("#!/bin/bash\n#SBATCH --gres=gpu:4\ntorchrun --nproc_per_node=4 train.py --epochs 3\n")
+    (job / "run.sh").write_text(
+        "#!/bin/bash\n#SBATCH --gres=gpu:4\ntorchrun --nproc_per_node=4 train.py --epochs 3\n"
+    )
     (job / "train.py").write_text("import torch\n")
-    sacct = {"jobs": [
-        {"job_id": 11, "name": "ft", "user": "ann", "state": {"current": ["COMPLETED"]},
-         "time": {"elapsed": 3600, "submission": 1700000000}, "allocation_nodes": 1,
-         "tres": {"allocated": [{"type": "cpu", "count": 8}, {"type": "gres", "name": "gpu", "count": 4}]},
-         "working_directory": str(job), "submit_line": "sbatch run.sh"},
-        {"job_id": 12, "state": "RUNNING", "time": {"elapsed": 0}},
-        {"name": "no id"},
-    ]}
+    sacct = {
+        "jobs": [
+            {
+                "job_id": 11,
+                "name": "ft",
+                "user": "ann",
+                "state": {"current": ["COMPLETED"]},
+                "time": {"elapsed": 3600, "submission": 1700000000},
+                "allocation_nodes": 1,
+                "tres": {
+                    "allocated": [{"type": "cpu", "count": 8}, {"type": "gres", "name": "gpu", "count": 4}]
+                },
+                "working_directory": str(job),
+                "submit_line": "sbatch run.sh",
+            },
+            {"job_id": 12, "state": "RUNNING", "time": {"elapsed": 0}},
+            {"name": "no id"},
+        ]
+    }
     f = tmp_path / "sacct.json"
     f.write_text(json.dumps(sacct))
     store = tmp_path / "h.db"
-    r = runner.invoke(app, ["history", "import", "--store", str(store), "--format", "sacct", "--json", str(f)])
+    r = runner.invoke(
+        app, ["history", "import", "--store", str(store), "--format", "sacct", "--json", str(f)]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["imported"] == 1 and [e["line"] for e in out["errors"]] == [2, 3]

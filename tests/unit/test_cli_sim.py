@@ -10,20 +10,46 @@ from typer.testing import CliRunner
 from schedmate.cli import app
 from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
 
-KEYS = {"policy", "n_jobs", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "p99_queue_s", "makespan_s", "gpu_util"}
+KEYS = {
+    "policy",
+    "n_jobs",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p99_jct_s",
+    "avg_queue_s",
+    "p99_queue_s",
+    "makespan_s",
+    "gpu_util",
+}
 
 
 def write_trace(p: Path, n: int = 200) -> Path:
     lines = ["job_id,submit_s,duration_s,gpus,vc,user"]
-    lines += [f"{j.job_id},{j.submit_s:.1f},{j.duration_s},{j.gpus},{j.vc},{j.user}" for j in synthetic_trace(n, seed=2)]
+    lines += [
+        f"{j.job_id},{j.submit_s:.1f},{j.duration_s},{j.gpus},{j.vc},{j.user}"
+        for j in synthetic_trace(n, seed=2)
+    ]
     p.write_text("\n".join(lines) + "\n")
     return p
 
 
 def test_simulate_json(tmp_path: Path) -> None:
     t = write_trace(tmp_path / "t.csv")
-    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--format", "native", "--cluster", "32",
-                                   "--policy", "fifo,semantic", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--trace",
+            str(t),
+            "--format",
+            "native",
+            "--cluster",
+            "32",
+            "--policy",
+            "fifo,semantic",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     objs = [json.loads(x) for x in res.stdout.splitlines()]
     assert [o["policy"] for o in objs] == ["fifo", "semantic"] and all(set(o) == KEYS for o in objs)
@@ -33,8 +59,20 @@ def test_simulate_json(tmp_path: Path) -> None:
 
 def test_simulate_plots(tmp_path: Path) -> None:
     t = write_trace(tmp_path / "t.csv", 80)
-    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "32", "--policy", "fifo",
-                                   "--plot", str(tmp_path / "plots")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--trace",
+            str(t),
+            "--cluster",
+            "32",
+            "--policy",
+            "fifo",
+            "--plot",
+            str(tmp_path / "plots"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "plots" / "jct_cdf.png").stat().st_size > 1000
 
@@ -53,13 +91,32 @@ def test_simulate_bad_inputs(tmp_path: Path) -> None:
 
 def test_whatif_grid_and_prediction(tmp_path: Path) -> None:
     t = write_trace(tmp_path / "t.csv", 150)
-    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "32", "--policy", "fifo,sjf",
-                                 "--scale", "0.5,1", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "whatif",
+            "--trace",
+            str(t),
+            "--cluster",
+            "32",
+            "--policy",
+            "fifo,sjf",
+            "--scale",
+            "0.5,1",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in r.stdout.splitlines()]
-    assert {(o["policy"], o["scale"]) for o in rows} == {("fifo", 0.5), ("fifo", 1.0), ("sjf", 0.5), ("sjf", 1.0)}
-    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1",
-                                 "--json"])
+    assert {(o["policy"], o["scale"]) for o in rows} == {
+        ("fifo", 0.5),
+        ("fifo", 1.0),
+        ("sjf", 0.5),
+        ("sjf", 1.0),
+    }
+    r = CliRunner().invoke(
+        app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1", "--json"]
+    )
     assert r.exit_code == 0, r.output
     for obj in map(json.loads, r.stdout.splitlines()):
         assert obj["predicted_wait_s"] >= 0 and obj["simulated_wait_s"] >= 0
@@ -76,18 +133,35 @@ def test_per_vc_breakdown() -> None:
 
 def test_simulate_per_vc_packing_and_failures(tmp_path: Path) -> None:
     t = write_trace(tmp_path / "t.csv", 150)
-    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy",
-                                   "fifo,lucid,semantic-pack", "--json", "--per-vc", "--failures", "infra=0.01,seed=2"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--trace",
+            str(t),
+            "--cluster",
+            "a=16,b=16",
+            "--policy",
+            "fifo,lucid,semantic-pack",
+            "--json",
+            "--per-vc",
+            "--failures",
+            "infra=0.01,seed=2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     objs = {o["policy"]: o for o in map(json.loads, res.stdout.splitlines())}
     assert set(objs["fifo"]) == KEYS | {"per_vc", "failures", "lost_gpu_h"}
     assert set(objs["lucid"]) == KEYS | {"per_vc", "failures", "lost_gpu_h", "packs", "unpacks"}
     for o in objs.values():
-        assert set(o["per_vc"]) == {"a", "b"} and sum(v["n_jobs"] for v in o["per_vc"].values()) == o["n_jobs"]
+        assert (
+            set(o["per_vc"]) == {"a", "b"} and sum(v["n_jobs"] for v in o["per_vc"].values()) == o["n_jobs"]
+        )
         assert o["failures"] > 0
     assert objs["lucid"]["packs"] > 0
-    res = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy", "lucid",
-                                   "--per-vc"])
+    res = CliRunner().invoke(
+        app, ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy", "lucid", "--per-vc"]
+    )
     assert res.exit_code == 0, res.output
     assert "lucid per virtual cluster" in res.stdout and "packs" in res.stdout
     r = CliRunner().invoke(app, ["simulate", "--trace", str(t), "--cluster", "32", "--failures", "infra=x"])
@@ -96,24 +170,66 @@ def test_simulate_per_vc_packing_and_failures(tmp_path: Path) -> None:
 
 def test_simulate_and_whatif_node_placement(tmp_path: Path) -> None:
     t = write_trace(tmp_path / "t.csv", 150)
-    args = ["simulate", "--trace", str(t), "--cluster", "a=16,b=16", "--policy", "fifo,semantic-pack", "--json"]
+    args = [
+        "simulate",
+        "--trace",
+        str(t),
+        "--cluster",
+        "a=16,b=16",
+        "--policy",
+        "fifo,semantic-pack",
+        "--json",
+    ]
     pool = CliRunner().invoke(app, args)
     node = CliRunner().invoke(app, [*args, "--placement", "node", "--gpus-per-node", "4"])
     assert pool.exit_code == 0 and node.exit_code == 0, node.output
     p = {o["policy"]: o for o in map(json.loads, pool.stdout.splitlines())}
     n = {o["policy"]: o for o in map(json.loads, node.stdout.splitlines())}
     assert set(p["fifo"]) == KEYS  # the contract is unchanged without --placement
-    assert set(n["fifo"]) == KEYS | {"placement", "stranded_gpu_h", "stranded_frac"} and n["fifo"]["placement"] == "node"
+    assert (
+        set(n["fifo"]) == KEYS | {"placement", "stranded_gpu_h", "stranded_frac"}
+        and n["fifo"]["placement"] == "node"
+    )
     assert n["fifo"]["avg_jct_s"] >= p["fifo"]["avg_jct_s"] and n["fifo"]["n_jobs"] == 150
     r = CliRunner().invoke(app, [*args[:-1], "--placement", "node"])
     assert r.exit_code == 0 and "node placement (8 GPUs/node)" in r.stdout and "stranded" in r.stdout
     r = CliRunner().invoke(app, [*args, "--placement", "rack"])
     assert r.exit_code == 2 and "valid: pool, node" in r.stderr
-    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "32", "--policy", "fifo", "--scale", "0.5,1",
-                                 "--placement", "node", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "whatif",
+            "--trace",
+            str(t),
+            "--cluster",
+            "32",
+            "--policy",
+            "fifo",
+            "--scale",
+            "0.5,1",
+            "--placement",
+            "node",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert {o["scale"] for o in map(json.loads, r.stdout.splitlines())} == {0.5, 1.0}
-    r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1",
-                                 "--placement", "node", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "whatif",
+            "--trace",
+            str(t),
+            "--cluster",
+            "16",
+            "--policy",
+            "fifo",
+            "--at",
+            "1",
+            "--placement",
+            "node",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert all(o["predicted_wait_s"] >= 0 for o in map(json.loads, r.stdout.splitlines()))

@@ -10,8 +10,20 @@ from typer.testing import CliRunner
 
 from schedmate.cli import app
 
-KEYS = {"file", "has_progress", "last_progress_line", "step", "total_steps", "epoch", "loss", "step_time_s",
-        "throughput", "progress", "eta_s", "error"}
+KEYS = {
+    "file",
+    "has_progress",
+    "last_progress_line",
+    "step",
+    "total_steps",
+    "epoch",
+    "loss",
+    "step_time_s",
+    "throughput",
+    "progress",
+    "eta_s",
+    "error",
+}
 
 
 def write(p: Path, data: bytes) -> Path:
@@ -21,8 +33,11 @@ def write(p: Path, data: bytes) -> Path:
 
 def test_json_one_object_per_file(runner: CliRunner, tmp_path: Path) -> None:
     a = write(tmp_path / "a.log", b"iter 1: loss 2.0, time 100.0ms\niter 2: loss 1.5, time 110.0ms\n")
-    b = write(tmp_path / "b.log", b"\x1b[32mEpoch 1:  50%|#####     | 5/10 [00:05<00:05,  1.00s/it, loss=0.9]\r"
-                                   b"Epoch 1:  60%|######    | 6/10 [00:06<00:04,  1.00s/it, loss=0.8]\x1b[0m")
+    b = write(
+        tmp_path / "b.log",
+        b"\x1b[32mEpoch 1:  50%|#####     | 5/10 [00:05<00:05,  1.00s/it, loss=0.9]\r"
+        b"Epoch 1:  60%|######    | 6/10 [00:06<00:04,  1.00s/it, loss=0.8]\x1b[0m",
+    )
     res = runner.invoke(app, ["track", "--json", str(a), str(b)])
     assert res.exit_code == 0, res.output
     objs = [json.loads(line) for line in res.stdout.splitlines()]

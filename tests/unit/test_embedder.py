@@ -199,7 +199,10 @@ class FakeServerEmbedder(OpenAIEmbedder):
         self.requests.append(batch)
         out: list[object] = []
         for i, text in enumerate(batch):
-            tokens = [[float(len(text)), 1.0, float(i if self.per_token else 0)], [float(len(text)), 3.0, 0.0]]
+            tokens = [
+                [float(len(text)), 1.0, float(i if self.per_token else 0)],
+                [float(len(text)), 3.0, 0.0],
+            ]
             out.append(tokens if self.per_token else tokens[0])
         return out
 

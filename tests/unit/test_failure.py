@@ -59,41 +59,61 @@ def kb() -> KnowledgeBase:
     return KnowledgeBase.from_yaml(KB_YAML)
 
 
-def handler(kb: KnowledgeBase, tmp_path: Path | None = None, backend: InMemoryClusterBackend | None = None,
-            **fs: Any) -> FailureHandler:
+def handler(
+    kb: KnowledgeBase, tmp_path: Path | None = None, backend: InMemoryClusterBackend | None = None, **fs: Any
+) -> FailureHandler:
     settings = FailureSettings(**fs)
-    planner = RecoveryPlanner(backend or InMemoryClusterBackend(), AuditLog(tmp_path / "a.jsonl" if tmp_path else None),
-                              settings)
-    return FailureHandler(FailureLocator(LineClassifier(), kb, settings), FailureClassifier(kb), planner, settings)
+    planner = RecoveryPlanner(
+        backend or InMemoryClusterBackend(), AuditLog(tmp_path / "a.jsonl" if tmp_path else None), settings
+    )
+    return FailureHandler(
+        FailureLocator(LineClassifier(), kb, settings), FailureClassifier(kb), planner, settings
+    )
 
 
 def test_traceback_reports_exception_line_not_header(kb: KnowledgeBase) -> None:
-    lines = ["step 1 loss 2.0", "Traceback (most recent call last):", '  File "t.py", line 3, in <module>',
-             "    main()", "ValueError: shapes (3,4) and (5,6) not aligned", "Traceback (most recent call last):",
-             "RuntimeError: second"]
+    lines = [
+        "step 1 loss 2.0",
+        "Traceback (most recent call last):",
+        '  File "t.py", line 3, in <module>',
+        "    main()",
+        "ValueError: shapes (3,4) and (5,6) not aligned",
+        "Traceback (most recent call last):",
+        "RuntimeError: second",
+    ]
     r = handler(kb).diagnose_lines(lines)
     assert r.failed and r.root_cause_line == "ValueError: shapes (3,4) and (5,6) not aligned"
     assert r.root_cause_line_no == 5 and r.category == "application"
 
 
 def test_earliest_rank_error_beats_cascade_and_summary(kb: KnowledgeBase) -> None:
-    lines = ["iter 10 loss 1.0", "UserWarning: this is fine", "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error",
-             "[rank0]:[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout: WorkNCCL(...)",
-             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"]
+    lines = [
+        "iter 10 loss 1.0",
+        "UserWarning: this is fine",
+        "[rank3]: RuntimeError: CUDA error: uncorrectable ECC error",
+        "[rank0]:[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout: WorkNCCL(...)",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ]
     r = handler(kb).diagnose_lines(lines)
     assert r.root_cause_line == lines[2]
     assert (r.category, r.kind) == ("infrastructure", "ecc_error")
 
 
 def test_warning_before_crash_does_not_win(kb: KnowledgeBase) -> None:
-    lines = ["step 5 loss 1.0", "WARNING: gradient overflow, skipping step", "torch.OutOfMemoryError: CUDA out of memory."]
+    lines = [
+        "step 5 loss 1.0",
+        "WARNING: gradient overflow, skipping step",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+    ]
     r = handler(kb).diagnose_lines(lines)
     assert r.root_cause_line == lines[2] and r.category == "application"
 
 
 def test_error_appended_to_progress_bar(kb: KnowledgeBase) -> None:
-    lines = [" 5%|#  | 5/100 [00:05<01:30, 1.0it/s]",
-             " 6%|#  | 6/100 [00:06<01:29, 1.0it/s][E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout"]
+    lines = [
+        " 5%|#  | 5/100 [00:05<01:30, 1.0it/s]",
+        " 6%|#  | 6/100 [00:06<01:29, 1.0it/s][E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout",
+    ]
     r = handler(kb).diagnose_lines(lines)
     assert r.root_cause_line == lines[1] and r.kind == "nccl_timeout"
 
@@ -105,8 +125,9 @@ def test_clean_log_is_not_failed(kb: KnowledgeBase) -> None:
 
 def test_application_fault_is_never_restarted(kb: KnowledgeBase, tmp_path: Path) -> None:
     backend = InMemoryClusterBackend()
-    r = handler(kb, tmp_path, backend).diagnose_lines(["torch.OutOfMemoryError: CUDA out of memory."],
-                                                        JobContext("j1", node="n1"))
+    r = handler(kb, tmp_path, backend).diagnose_lines(
+        ["torch.OutOfMemoryError: CUDA out of memory."], JobContext("j1", node="n1")
+    )
     assert [a.action for a in r.recovery] == ["notify_user"]
     assert backend.requeued == [] and backend.drained == []
 
@@ -115,7 +136,10 @@ def test_user_printed_infra_text_does_not_drain(kb: KnowledgeBase, tmp_path: Pat
     """A job printing fake ECC errors naming a node gets requeued elsewhere, the node stays up."""
     backend = InMemoryClusterBackend(nodes={"gpu-node-7": "ok"})
     h = handler(kb, tmp_path, backend, dry_run=False)
-    fake = ["print('boom')", "gpu-node-7:123:456 [0] NCCL RuntimeError: uncorrectable ECC error on node=gpu-node-7"]
+    fake = [
+        "print('boom')",
+        "gpu-node-7:123:456 [0] NCCL RuntimeError: uncorrectable ECC error on node=gpu-node-7",
+    ]
     r = h.diagnose_lines(fake, JobContext("evil-job"))
     actions = [a.action for a in r.recovery]
     assert "drain_node" not in actions and actions == ["requeue"]
@@ -162,7 +186,9 @@ def test_audit_log_survives_a_torn_line(tmp_path: Path) -> None:
 
 def test_low_confidence_infra_is_not_restarted(kb: KnowledgeBase, tmp_path: Path) -> None:
     h = handler(kb, tmp_path, min_recover_confidence=0.9)
-    r = h.diagnose_lines(["[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout"], JobContext("j"))
+    r = h.diagnose_lines(
+        ["[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout"], JobContext("j")
+    )
     assert r.category == "infrastructure" and [a.action for a in r.recovery] == ["notify_user"]
 
 
@@ -192,7 +218,10 @@ def test_llm_only_for_uncertain_cases(kb: KnowledgeBase) -> None:
 def test_find_node_and_checkpoint(tmp_path: Path) -> None:
     assert find_node(["n124-137-109:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3"]) == "n124-137-109"
     assert find_node(["srun: error: gpu-a12: task 3: Killed"]) == "gpu-a12"
-    assert find_checkpoint(["Saving checkpoint to /ckpt/run1/checkpoint-500", "step 501"]) == "/ckpt/run1/checkpoint-500"
+    assert (
+        find_checkpoint(["Saving checkpoint to /ckpt/run1/checkpoint-500", "step 501"])
+        == "/ckpt/run1/checkpoint-500"
+    )
     (tmp_path / "checkpoint-100").mkdir()
     (tmp_path / "checkpoint-900").mkdir()
     assert find_checkpoint([], str(tmp_path)).endswith("checkpoint-900")
@@ -223,8 +252,12 @@ def test_binary_search_on_a_large_log(kb: KnowledgeBase, tmp_path: Path) -> None
     with p.open("wb") as fh:
         fh.write(healthy)
         fh.write(b"OSError: [Errno 28] No space left on device\n")
-        fh.write(b"".join(b"[rank%d]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d)\n" % (i % 8, i)
-                          for i in range(100_000)))
+        fh.write(
+            b"".join(
+                b"[rank%d]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d)\n" % (i % 8, i)
+                for i in range(100_000)
+            )
+        )
     settings = FailureSettings(full_scan_bytes=1024 * 1024, window_bytes=16 * 1024)
     loc = FailureLocator(LineClassifier(), KnowledgeBase.load(), settings)  # the bundled signatures
     got = loc.locate(p)
@@ -237,13 +270,17 @@ def test_binary_search_on_a_large_log(kb: KnowledgeBase, tmp_path: Path) -> None
 def test_large_log_without_failure(kb: KnowledgeBase, tmp_path: Path) -> None:
     p = tmp_path / "fine.log"
     p.write_bytes(b"".join(b"step %d loss 1.0\n" % i for i in range(300_000)))
-    loc = FailureLocator(LineClassifier(), kb, FailureSettings(full_scan_bytes=1024, window_bytes=8 * 1024, max_probes=16))
+    loc = FailureLocator(
+        LineClassifier(), kb, FailureSettings(full_scan_bytes=1024, window_bytes=8 * 1024, max_probes=16)
+    )
     got = loc.locate(p)
     assert not got.failed and got.probes <= 16
 
 
 def test_checkpoint_found_far_before_the_failure(kb: KnowledgeBase) -> None:
-    lines = ["Saving checkpoint to /ckpt/run9/checkpoint-3000"] + [f"step {i} loss 1.0" for i in range(3000, 3200)]
+    lines = ["Saving checkpoint to /ckpt/run9/checkpoint-3000"] + [
+        f"step {i} loss 1.0" for i in range(3000, 3200)
+    ]
     lines += ["RuntimeError: CUDA error: uncorrectable ECC error encountered"]
     r = handler(kb).diagnose_lines(lines)
     assert r.checkpoint == "/ckpt/run9/checkpoint-3000"

@@ -77,7 +77,9 @@ def test_examples_match_own_patterns(sig: dict[str, Any], regexes: list[re.Patte
     assert not unmatched, f"{sig['kind']}: examples its own patterns miss: {unmatched}"
 
 
-@pytest.mark.parametrize("kind,category,example", EXAMPLES, ids=[f"{k}:{i}" for i, (k, _, _) in enumerate(EXAMPLES)])
+@pytest.mark.parametrize(
+    "kind,category,example", EXAMPLES, ids=[f"{k}:{i}" for i, (k, _, _) in enumerate(EXAMPLES)]
+)
 def test_first_match_in_file_order_has_same_category(kind: str, category: str, example: str) -> None:
     first = next((s for s, regexes in COMPILED if any(r.search(example) for r in regexes)), None)
     assert first is not None

@@ -25,7 +25,10 @@ class Verdict(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-MESSAGES = [{"role": "system", "content": "Classify the line."}, {"role": "user", "content": "step 3 loss 1.2"}]
+MESSAGES = [
+    {"role": "system", "content": "Classify the line."},
+    {"role": "user", "content": "step 3 loss 1.2"},
+]
 
 
 class FakeClock:
@@ -52,7 +55,9 @@ def test_valid_reply_is_parsed_and_schema_is_given_to_the_model() -> None:
 
 
 def test_dict_replies_and_code_fences_are_accepted() -> None:
-    llm = ScriptedLLMBackend([{"kind": "error", "confidence": 1}, '```json\n{"kind": "info", "confidence": 0}\n```'])
+    llm = ScriptedLLMBackend(
+        [{"kind": "error", "confidence": 1}, '```json\n{"kind": "info", "confidence": 0}\n```']
+    )
     assert llm.complete_json(MESSAGES, Verdict).kind == "error"
     assert llm.complete_json(MESSAGES, Verdict).kind == "info"
 
@@ -78,7 +83,11 @@ def test_invalid_json_then_valid_retries_and_feeds_the_error_back() -> None:
 
 def test_schema_violation_is_fed_back_with_the_field_name() -> None:
     llm = ScriptedLLMBackend(
-        [{"kind": "progress", "confidence": 7}, {"kind": "bogus", "confidence": 0.1}, {"kind": "info", "confidence": 0.1}]
+        [
+            {"kind": "progress", "confidence": 7},
+            {"kind": "bogus", "confidence": 0.1},
+            {"kind": "info", "confidence": 0.1},
+        ]
     )
     assert llm.complete_json(MESSAGES, Verdict).kind == "info"
     assert "confidence" in llm.sent[1][-1]["content"]

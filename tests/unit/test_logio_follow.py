@@ -72,9 +72,21 @@ def test_waits_for_the_file_then_follows_appends_and_partial_lines(tmp_path: Pat
         append(p, b"\nend\n"),
     )
     got = s.run(p)
-    assert pairs(got) == [(1, "step 1"), (2, "step 2 partial"), (3, " 10%|#| 1/10"), (4, " 20%|#| 2/10"), (5, "end")]
+    assert pairs(got) == [
+        (1, "step 1"),
+        (2, "step 2 partial"),
+        (3, " 10%|#| 1/10"),
+        (4, " 20%|#| 2/10"),
+        (5, "end"),
+    ]
     # a \r-terminated redraw is complete at once; the partial line waited for its break
-    assert s.seen == [(2, "step 1"), (3, "step 2 partial"), (3, " 10%|#| 1/10"), (3, " 20%|#| 2/10"), (4, "end")]
+    assert s.seen == [
+        (2, "step 1"),
+        (3, "step 2 partial"),
+        (3, " 10%|#| 1/10"),
+        (3, " 20%|#| 2/10"),
+        (4, "end"),
+    ]
     assert set(s.sleeps) == {0.25}
 
 
@@ -93,14 +105,34 @@ def test_breaks_and_bytes_split_across_writes(tmp_path: Path) -> None:
     assert pairs(s.run(p)) == [(1, "a"), (2, "b"), (3, "中green")]
 
 
-TOKENS = [b"a", b"\n", b"\r", b"\r\n", b"\x00", b"\x1b", b"\x1b[3", b"1m", b"\x1b[K", b"\x1b]0;t\x07",
-          "中".encode(), b"\xe4", b"\xb8\xad", b"\xff", b"x" * 30]
+TOKENS = [
+    b"a",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\x00",
+    b"\x1b",
+    b"\x1b[3",
+    b"1m",
+    b"\x1b[K",
+    b"\x1b]0;t\x07",
+    "中".encode(),
+    b"\xe4",
+    b"\xb8\xad",
+    b"\xff",
+    b"x" * 30,
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(TOKENS), max_size=40).map(b"".join), st.lists(st.integers(0, 200), max_size=8),
-       st.integers(1, 40))
-def test_following_gives_the_lines_of_the_whole_file(tmp_path: Path, data: bytes, cuts: list[int], limit: int) -> None:
+@given(
+    st.lists(st.sampled_from(TOKENS), max_size=40).map(b"".join),
+    st.lists(st.integers(0, 200), max_size=8),
+    st.integers(1, 40),
+)
+def test_following_gives_the_lines_of_the_whole_file(
+    tmp_path: Path, data: bytes, cuts: list[int], limit: int
+) -> None:
     """However the writes are cut, the complete lines are those of reading the file whole."""
     p = tmp_path / "live.log"
     p.write_bytes(b"")
@@ -142,8 +174,13 @@ def test_rotation_drains_the_old_file_then_reads_the_new_one(tmp_path: Path) -> 
     def vanish_then_return() -> None:
         p.rename(tmp_path / "live.log.2")
 
-    s = Script(rotate, append(p, b"b 2\n"), vanish_then_return, append(tmp_path / "live.log.2", b"b 3\n"),
-               lambda: p.write_bytes(b"c 1\n"))
+    s = Script(
+        rotate,
+        append(p, b"b 2\n"),
+        vanish_then_return,
+        append(tmp_path / "live.log.2", b"b 3\n"),
+        lambda: p.write_bytes(b"c 1\n"),
+    )
     got = pairs(s.run(p))
     assert got == [(1, "a 1"), (2, "a 2"), (3, "a last"), (1, "b 1"), (2, "b 2"), (3, "b 3"), (1, "c 1")]
 
@@ -209,6 +246,6 @@ def test_real_writer_thread(tmp_path: Path) -> None:
     got = []
     for ln in follow_lines(p, poll_s=0.01, stop=lambda: done.is_set() or time.monotonic() > deadline):
         got.append(ln.text)
-    got += [ln.text for ln in follow_lines(p, poll_s=0.01, stop=lambda: True)][len(got):]
+    got += [ln.text for ln in follow_lines(p, poll_s=0.01, stop=lambda: True)][len(got) :]
     t.join()
     assert got == [f"step {i}" for i in range(20)]

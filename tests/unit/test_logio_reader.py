@@ -92,7 +92,10 @@ def test_escape_sequences_never_swallow_line_breaks(tmp_path: Path) -> None:
         (b"no break", ["no break"]),
         (b"50%\r\x1b[K\n", ["50%"]),  # erase-line between CR and LF: still one break
         (b"a\r\x00\nb", ["a", "b"]),
-        (b"  1%|   | 1/100\r  2%|   | 2/100\r  3%|   | 3/100\n", ["  1%|   | 1/100", "  2%|   | 2/100", "  3%|   | 3/100"]),
+        (
+            b"  1%|   | 1/100\r  2%|   | 2/100\r  3%|   | 3/100\n",
+            ["  1%|   | 1/100", "  2%|   | 2/100", "  3%|   | 3/100"],
+        ),
     ],
 )
 def test_breaks(tmp_path: Path, data: bytes, lines: list[str]) -> None:
@@ -123,10 +126,35 @@ def test_every_chunk_and_block_size(tmp_path: Path, data: bytes) -> None:
 
 
 TOKENS = [
-    b"a", b"b", b" ", b"\n", b"\r", b"\r\n", b"\x00", b"\x1b", b"\x1b[", b"\x1b[31m", b"\x1b[0m",
-    b"\x1b[K", b"\x1b[A", b"\x1b]0;t\x07", b"\x1b]8;;u\x1b\\", b"\x1b(B", b"\x07", b"\x08",
-    "中".encode(), "😀".encode(), b"\xe4", b"\xb8", b"\x80", b"\xff",
-    b"\x0b", b"\x0c", b"\x1c", "\x85".encode(), "\u2028".encode(),  # str.splitlines() breaks, not ours
+    b"a",
+    b"b",
+    b" ",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\x00",
+    b"\x1b",
+    b"\x1b[",
+    b"\x1b[31m",
+    b"\x1b[0m",
+    b"\x1b[K",
+    b"\x1b[A",
+    b"\x1b]0;t\x07",
+    b"\x1b]8;;u\x1b\\",
+    b"\x1b(B",
+    b"\x07",
+    b"\x08",
+    "中".encode(),
+    "😀".encode(),
+    b"\xe4",
+    b"\xb8",
+    b"\x80",
+    b"\xff",
+    b"\x0b",
+    b"\x0c",
+    b"\x1c",
+    "\x85".encode(),
+    "\u2028".encode(),  # str.splitlines() breaks, not ours
 ]
 byte_strings = st.one_of(
     st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join),
@@ -151,7 +179,9 @@ def test_chunking_never_changes_lines(tmp_path: Path, data: bytes, size: int) ->
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(byte_strings, st.integers(min_value=1, max_value=17), st.integers(min_value=1, max_value=6))
-def test_long_lines_keep_their_head_in_both_directions(tmp_path: Path, data: bytes, size: int, limit: int) -> None:
+def test_long_lines_keep_their_head_in_both_directions(
+    tmp_path: Path, data: bytes, size: int, limit: int
+) -> None:
     p = write(tmp_path, data)
     ref = reference(data, max_line_chars=limit)
     assert texts(p, chunk_bytes=size, max_line_chars=limit) == ref

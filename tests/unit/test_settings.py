@@ -24,13 +24,17 @@ def test_layers(tmp_path: Path) -> None:
 
 def test_config_from_env_var(tmp_path: Path) -> None:
     cfg = tmp_path / "s.toml"
-    cfg.write_text("[embedder]\nbackend = \"hash\"\n")
+    cfg.write_text('[embedder]\nbackend = "hash"\n')
     assert load_settings(environ={"SCHEDMATE_CONFIG": str(cfg)}).embedder.backend == "hash"
 
 
 @pytest.mark.parametrize(
     ("content", "needle"),
-    [("[tracker\n", "invalid TOML"), ("[tracker]\nnope = 1\n", "tracker.nope"), ("[embedder]\nbackend='x'\n", "embedder.backend")],
+    [
+        ("[tracker\n", "invalid TOML"),
+        ("[tracker]\nnope = 1\n", "tracker.nope"),
+        ("[embedder]\nbackend='x'\n", "embedder.backend"),
+    ],
 )
 def test_bad_files(tmp_path: Path, content: str, needle: str) -> None:
     cfg = tmp_path / "bad.toml"

@@ -104,7 +104,9 @@ def test_native_loader_errors_name_the_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"t.csv:2: expected 4 columns"):
         load_trace(p, "native")
     q = tmp_path / "t.jsonl"
-    q.write_text('{"job_id": "a", "submit_s": 5, "duration_s": 3, "gpus": 2}\n{"job_id": "b", "submit_s": 1, "duration_s": 3, "gpus": 1}\n')
+    q.write_text(
+        '{"job_id": "a", "submit_s": 5, "duration_s": 3, "gpus": 2}\n{"job_id": "b", "submit_s": 1, "duration_s": 3, "gpus": 1}\n'
+    )
     jobs = load_trace(q, "native")
     assert [j.job_id for j in jobs] == ["b", "a"] and jobs[0].submit_s == 0
     q.write_text('{"job_id": "a"\n')
@@ -114,8 +116,10 @@ def test_native_loader_errors_name_the_line(tmp_path: Path) -> None:
 
 def test_philly_format(tmp_path: Path) -> None:
     p = tmp_path / "philly.csv"
-    p.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,v1\n"
-                 "2017-10-09 07:00:55,10.0,2,20.0,v2\n")
+    p.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,v1\n"
+        "2017-10-09 07:00:55,10.0,2,20.0,v2\n"
+    )
     jobs = load_trace(p, "philly")
     assert [(j.submit_s, j.gpus, j.vc) for j in jobs] == [(0.0, 2, "v2"), (60.0, 1, "v1")]
     p.write_text("timestamp,duration,num_gpus,gpu_time,cluster\nyesterday,1,1,1,v\n")
@@ -125,14 +129,21 @@ def test_philly_format(tmp_path: Path) -> None:
 
 def test_deterministic_with_seed() -> None:
     jobs = synthetic_trace(300, seed=3)
-    a = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("noisy", 1), seed=1).run())[0]
-    b = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("noisy", 1), seed=1).run())[0]
+    a = summarize_sim(
+        Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("noisy", 1), seed=1).run()
+    )[0]
+    b = summarize_sim(
+        Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("noisy", 1), seed=1).run()
+    )[0]
     assert a == b
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(min_value=0, max_value=10_000), st.sampled_from(["fifo", "sjf", "srtf", "tiresias", "qssf", "semantic"]),
-       st.integers(min_value=8, max_value=48))
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.sampled_from(["fifo", "sjf", "srtf", "tiresias", "qssf", "semantic"]),
+    st.integers(min_value=8, max_value=48),
+)
 def test_properties(seed: int, policy: str, gpus: int) -> None:
     jobs = [j for j in synthetic_trace(120, seed=seed, mean_gap_s=30) if j.gpus <= gpus]
     res = Simulator(jobs, {"*": gpus}, make_policy(policy), make_estimator("noisy", seed), seed=seed).run()
@@ -143,8 +154,10 @@ def test_properties(seed: int, policy: str, gpus: int) -> None:
         assert j.end - j.first_start >= j.duration - 1e-6  # no job runs faster than its duration
     # no over-allocation: sweep the run intervals (only non-preemptive runs are single intervals)
     if not make_policy(policy).preemptive:
-        edges = sorted([(j.first_start, j.gpus) for j in done] + [(j.end, -j.gpus) for j in done],
-                       key=lambda e: (e[0], e[1]))
+        edges = sorted(
+            [(j.first_start, j.gpus) for j in done] + [(j.end, -j.gpus) for j in done],
+            key=lambda e: (e[0], e[1]),
+        )
         load = 0
         for _, d in edges:
             load += d
@@ -164,9 +177,14 @@ def test_wait_prediction_is_exact_for_fifo_with_oracle() -> None:
     cl = {"*": 32}
     truth = Simulator(jobs, cl, make_policy("fifo"), make_estimator("oracle")).run()
     span = jobs[-1].submit_s
-    r = evaluate_wait_prediction(jobs, truth, cl, make_policy("fifo"), make_estimator("oracle"),
-                                 [span * 0.3, span * 0.6])
-    assert r["n"] > 0 and r["median_abs_error_s"] == 0.0 and r["mean_abs_error_s"] == pytest.approx(0.0, abs=1e-6)
+    r = evaluate_wait_prediction(
+        jobs, truth, cl, make_policy("fifo"), make_estimator("oracle"), [span * 0.3, span * 0.6]
+    )
+    assert (
+        r["n"] > 0
+        and r["median_abs_error_s"] == 0.0
+        and r["mean_abs_error_s"] == pytest.approx(0.0, abs=1e-6)
+    )
     snap = snapshot_at(jobs, truth, span * 0.5)
     pred = predict_starts(snap, cl, make_policy("fifo"), make_estimator("noisy:1.0", seed=2))
     assert set(pred) == {j.job_id for j in snap.pending}
@@ -175,7 +193,13 @@ def test_wait_prediction_is_exact_for_fifo_with_oracle() -> None:
 
 def test_snapshot_start_keeps_running_jobs_on_their_gpus() -> None:
     running = [(J(0, 0, 1000, 4), 50.0)]
-    r = Simulator([J(1, 10, 5, 1)], {"a": 4}, make_policy("fifo"), make_estimator("oracle"),
-                  start_at=10.0, running=running).run()
+    r = Simulator(
+        [J(1, 10, 5, 1)],
+        {"a": 4},
+        make_policy("fifo"),
+        make_estimator("oracle"),
+        start_at=10.0,
+        running=running,
+    ).run()
     by = {j.job_id: j for j in r.jobs}
     assert by["j0"].end == 60.0 and by["j1"].first_start == 60.0

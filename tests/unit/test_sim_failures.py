@@ -24,7 +24,9 @@ def J(i: int, submit: float, dur: float, failed: bool = False) -> TraceJob:
 
 
 def run(jobs: list[TraceJob], policy: str, failures: FailureModel):  # type: ignore[no-untyped-def]
-    return Simulator(jobs, {"a": 1}, make_policy(policy), make_estimator("oracle"), failures=failures, check=True).run()
+    return Simulator(
+        jobs, {"a": 1}, make_policy(policy), make_estimator("oracle"), failures=failures, check=True
+    ).run()
 
 
 def ends(res) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -70,11 +72,16 @@ def test_failures_are_off_by_default_and_seeded() -> None:
     base = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("fifo"), make_estimator("oracle")).run())[0]
     assert base.failures == 0 and base.lost_gpu_h == 0
     fm = FailureModel.parse("infra=0.01,app=0.2,seed=3")
-    a = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("fifo"), make_estimator("oracle"), failures=fm).run())[0]
-    b = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("fifo"), make_estimator("oracle"), failures=fm).run())[0]
+    a = summarize_sim(
+        Simulator(jobs, {"*": 32}, make_policy("fifo"), make_estimator("oracle"), failures=fm).run()
+    )[0]
+    b = summarize_sim(
+        Simulator(jobs, {"*": 32}, make_policy("fifo"), make_estimator("oracle"), failures=fm).run()
+    )[0]
     assert a == b and a.failures > 0 and a.lost_gpu_h > 0
-    sem = summarize_sim(Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("oracle"),
-                                  failures=fm).run())[0]
+    sem = summarize_sim(
+        Simulator(jobs, {"*": 32}, make_policy("semantic"), make_estimator("oracle"), failures=fm).run()
+    )[0]
     assert sem.lost_gpu_h < a.lost_gpu_h  # checkpoints, and no doomed retries
 
 
@@ -88,14 +95,23 @@ def test_failure_spec_parsing() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=0, max_value=10_000),
-       st.sampled_from(["fifo", "sjf", "tiresias", "semantic", "lucid", "semantic-pack"]),
-       st.integers(min_value=8, max_value=48))
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.sampled_from(["fifo", "sjf", "tiresias", "semantic", "lucid", "semantic-pack"]),
+    st.integers(min_value=8, max_value=48),
+)
 def test_failure_properties(seed: int, policy: str, gpus: int) -> None:
     jobs = [j for j in synthetic_trace(100, seed=seed, mean_gap_s=30) if j.gpus <= gpus]
     fm = FailureModel(infra_per_gpu_h=0.02, app_prob=0.2, checkpoint_s=600, seed=seed)
-    res = Simulator(jobs, {"*": gpus}, make_policy(policy), make_estimator("noisy", seed), seed=seed,
-                    failures=fm, check=True).run()
+    res = Simulator(
+        jobs,
+        {"*": gpus},
+        make_policy(policy),
+        make_estimator("noisy", seed),
+        seed=seed,
+        failures=fm,
+        check=True,
+    ).run()
     done = res.finished()
     assert len(done) == len(jobs)  # every job ends exactly once (the engine raises on a second end)
     for j in done:

@@ -34,8 +34,14 @@ def model(expected: float, actual: float) -> InterferenceModel:
 
 
 def run(jobs: list[TraceJob], policy: str, gpus: int, interference: InterferenceModel):  # type: ignore[no-untyped-def]
-    return Simulator(jobs, {"a": gpus}, make_policy(policy), make_estimator("oracle"), interference=interference,
-                     check=True).run()
+    return Simulator(
+        jobs,
+        {"a": gpus},
+        make_policy(policy),
+        make_estimator("oracle"),
+        interference=interference,
+        check=True,
+    ).run()
 
 
 def ends(res) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -114,11 +120,20 @@ def test_shipped_interference_table() -> None:
 def test_interference_fit_on_a_tiny_fixture(tmp_path: Path) -> None:
     (tmp_path / "single_data.csv").write_text(
         "model,dataset,batchsize,amp,speed,gpu_util,gmem_util,gmem,label\n"
-        "A,d,32,0,1,10,1,1,0\nB,d,32,0,1,50,1,1,1\nC,d,32,0,1,99,1,1,2\n")
-    rows = [",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,"
-            "gpu_util,gmem_util,gmem"]
-    speeds = {("A", "A"): (1.0, 1.0), ("A", "B"): (0.8, 0.5), ("A", "C"): (1.1, 0.5),
-              ("B", "B"): (0.5, 0.5), ("B", "C"): (0.5, 0.25), ("C", "C"): (0.25, 0.5)}
+        "A,d,32,0,1,10,1,1,0\nB,d,32,0,1,50,1,1,1\nC,d,32,0,1,99,1,1,2\n"
+    )
+    rows = [
+        ",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,"
+        "gpu_util,gmem_util,gmem"
+    ]
+    speeds = {
+        ("A", "A"): (1.0, 1.0),
+        ("A", "B"): (0.8, 0.5),
+        ("A", "C"): (1.1, 0.5),
+        ("B", "B"): (0.5, 0.5),
+        ("B", "C"): (0.5, 0.25),
+        ("C", "C"): (0.25, 0.5),
+    }
     for n, ((a, b), (s1, s2)) in enumerate(speeds.items()):
         rows.append(f"{n},{a},d,1,32,0,{s1},{b},d,1,32,0,{s2},1,1,1")
     (tmp_path / "colocate_info.csv").write_text("\n".join(rows) + "\n")
@@ -131,10 +146,12 @@ def test_interference_fit_on_a_tiny_fixture(tmp_path: Path) -> None:
 
 def test_alibaba_sharing_classes_and_status(tmp_path: Path) -> None:
     p = tmp_path / "pods.csv"
-    p.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-                 "scheduled_time\n"
-                 "p0,1,1,1,1000,,LS,Running,0,100,0\np1,1,1,1,300,,LS,Failed,1,100,1\n"
-                 "p2,1,1,1,700,,BE,Running,2,100,2\np3,1,1,2,1000,,BE,Succeeded,3,100,3\np4,1,1,0,0,,BE,Running,4,9,4\n")
+    p.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\n"
+        "p0,1,1,1,1000,,LS,Running,0,100,0\np1,1,1,1,300,,LS,Failed,1,100,1\n"
+        "p2,1,1,1,700,,BE,Running,2,100,2\np3,1,1,2,1000,,BE,Succeeded,3,100,3\np4,1,1,0,0,,BE,Running,4,9,4\n"
+    )
     jobs = {j.job_id: j for j in load_trace(p, "alibaba")}
     assert {k: j.share for k, j in jobs.items()} == {"p0": 2, "p1": 0, "p2": 1, "p3": 2, "p4": 0}
     assert [k for k, j in jobs.items() if j.failed] == ["p1"]
@@ -153,13 +170,18 @@ def test_native_share_class_and_status(tmp_path: Path) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=0, max_value=10_000), st.sampled_from(["lucid", "semantic-pack"]),
-       st.integers(min_value=8, max_value=48))
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.sampled_from(["lucid", "semantic-pack"]),
+    st.integers(min_value=8, max_value=48),
+)
 def test_packing_properties(seed: int, policy: str, gpus: int) -> None:
     """Invariants are checked after every round (at most two jobs per GPU, GPUs counted once
     per pair); every job finishes exactly once; a packed job never runs faster than alone."""
     jobs = [j for j in synthetic_trace(120, seed=seed, mean_gap_s=20) if j.gpus <= gpus]
-    res = Simulator(jobs, {"*": gpus}, make_policy(policy), make_estimator("noisy", seed), seed=seed, check=True).run()
+    res = Simulator(
+        jobs, {"*": gpus}, make_policy(policy), make_estimator("noisy", seed), seed=seed, check=True
+    ).run()
     done = res.finished()
     assert len(done) == len(jobs) == len({j.job_id for j in done})
     for j in done:

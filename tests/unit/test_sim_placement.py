@@ -27,8 +27,16 @@ def J(i: int, submit: float, dur: float, gpus: int = 1) -> TraceJob:
 
 
 def run(jobs: list[TraceJob], policy: str, gpus: int, placement: str, per_node: int = 4, **kw):  # type: ignore[no-untyped-def]
-    return Simulator(jobs, {"a": gpus}, make_policy(policy), make_estimator("oracle"), placement=placement,
-                     gpus_per_node=per_node, check=True, **kw).run()
+    return Simulator(
+        jobs,
+        {"a": gpus},
+        make_policy(policy),
+        make_estimator("oracle"),
+        placement=placement,
+        gpus_per_node=per_node,
+        check=True,
+        **kw,
+    ).run()
 
 
 def by_id(res):  # type: ignore[no-untyped-def]
@@ -92,8 +100,12 @@ def test_eviction_frees_one_node_not_the_worst_jobs_everywhere() -> None:
     # (4 GPUs, 800 s). At 5 s a 4-GPU 5-s job needs a whole node: taking the worst first,
     # jA alone frees only 2 GPUs of node 0, jB frees node 1: only jB is evicted. On a pool
     # both jA and jB are evicted (jA's 2 GPUs are not enough); jA is backfilled at once.
-    jobs = [TraceJob("jA", 0, 1000, 2, "a"), TraceJob("jD", 0, 20, 2, "a"), TraceJob("jB", 0, 800, 4, "a"),
-            TraceJob("jN", 5, 5, 4, "a")]
+    jobs = [
+        TraceJob("jA", 0, 1000, 2, "a"),
+        TraceJob("jD", 0, 20, 2, "a"),
+        TraceJob("jB", 0, 800, 4, "a"),
+        TraceJob("jN", 5, 5, 4, "a"),
+    ]
     node = by_id(run(jobs, "srtf", 8, "node"))
     assert (node["jA"].preemptions, node["jB"].preemptions, node["jD"].preemptions) == (0, 1, 0)
     assert node["jN"].nodes == (1,) and node["jN"].end == 10
@@ -123,8 +135,14 @@ def test_node_structure_and_errors() -> None:
 
 def test_heterogeneous_nodes() -> None:
     # nodes of 8, 2, 2 (Alibaba's node list mixes sizes): 2-GPU jobs fill the small nodes first
-    res = Simulator([J(0, 0, 10, 2), J(1, 0, 10, 2), J(2, 0, 10, 8)], {"a": 12}, make_policy("fifo"),
-                    placement="node", node_sizes={"a": [8, 2, 2]}, check=True).run()
+    res = Simulator(
+        [J(0, 0, 10, 2), J(1, 0, 10, 2), J(2, 0, 10, 8)],
+        {"a": 12},
+        make_policy("fifo"),
+        placement="node",
+        node_sizes={"a": [8, 2, 2]},
+        check=True,
+    ).run()
     r = by_id(res)
     assert (r["j0"].nodes, r["j1"].nodes, r["j2"].nodes) == ((1,), (2,), (0,))
     assert all(j.end == 10 for j in res.jobs)
@@ -132,8 +150,18 @@ def test_heterogeneous_nodes() -> None:
 
 def test_snapshot_running_jobs_are_placed_on_nodes() -> None:
     running = [(J(0, 0, 1000, 3), 50.0), (J(1, 0, 1000, 3), 80.0)]
-    r = by_id(Simulator([J(2, 10, 5, 2)], {"a": 8}, make_policy("fifo"), start_at=10.0, running=running,
-                        placement="node", gpus_per_node=4, check=True).run())
+    r = by_id(
+        Simulator(
+            [J(2, 10, 5, 2)],
+            {"a": 8},
+            make_policy("fifo"),
+            start_at=10.0,
+            running=running,
+            placement="node",
+            gpus_per_node=4,
+            check=True,
+        ).run()
+    )
     assert r["j2"].first_start == 60.0  # two 1-GPU holes until j0 leaves
 
 
@@ -141,8 +169,12 @@ POLICIES = ["fifo", "sjf", "srtf", "tiresias", "qssf", "semantic", "lucid", "sem
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(min_value=0, max_value=10_000), st.sampled_from(POLICIES), st.sampled_from([2, 4, 8]),
-       st.integers(min_value=2, max_value=6))
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.sampled_from(POLICIES),
+    st.sampled_from([2, 4, 8]),
+    st.integers(min_value=2, max_value=6),
+)
 def test_node_properties(seed: int, policy: str, per_node: int, n_nodes: int) -> None:
     """With `check=True` the engine verifies after every round that no node holds more GPUs
     than it has (a packed pair once, so at most two jobs per GPU), that buckets match the
@@ -150,8 +182,16 @@ def test_node_properties(seed: int, policy: str, per_node: int, n_nodes: int) ->
     exactly once, multi-node jobs hold whole nodes, everything is released at the end."""
     gpus = per_node * n_nodes
     jobs = [j for j in synthetic_trace(100, seed=seed, mean_gap_s=20) if j.gpus <= gpus]
-    sim = Simulator(jobs, {"*": gpus}, make_policy(policy), make_estimator("noisy", seed), seed=seed,
-                    placement="node", gpus_per_node=per_node, check=True)
+    sim = Simulator(
+        jobs,
+        {"*": gpus},
+        make_policy(policy),
+        make_estimator("noisy", seed),
+        seed=seed,
+        placement="node",
+        gpus_per_node=per_node,
+        check=True,
+    )
     res = sim.run()
     done = res.finished()
     assert len(done) == len(jobs) == len({j.job_id for j in done}) and res.unschedulable == 0
@@ -169,7 +209,11 @@ def test_node_properties(seed: int, policy: str, per_node: int, n_nodes: int) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(min_value=0, max_value=10_000), st.sampled_from([2, 4, 8]), st.integers(min_value=2, max_value=6))
+@given(
+    st.integers(min_value=0, max_value=10_000),
+    st.sampled_from([2, 4, 8]),
+    st.integers(min_value=2, max_value=6),
+)
 def test_strict_fifo_never_starts_a_job_earlier_on_nodes(seed: int, per_node: int, n_nodes: int) -> None:
     """Strict FIFO starts jobs in order and never preempts, so by induction on that order
     every job starts no earlier on nodes than on a pool: when job k starts on nodes, all

@@ -32,7 +32,11 @@ class KeywordEmbedder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-EXEMPLARS = [Exemplar(LineKind.ERROR, "crash"), Exemplar(LineKind.WARNING, "slow"), Exemplar(LineKind.INFO, "hello")]
+EXEMPLARS = [
+    Exemplar(LineKind.ERROR, "crash"),
+    Exemplar(LineKind.WARNING, "slow"),
+    Exemplar(LineKind.INFO, "hello"),
+]
 
 
 def test_rules() -> None:

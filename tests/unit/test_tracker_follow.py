@@ -23,8 +23,11 @@ def test_follow_reports_progress_and_slowdown(tmp_path: Path) -> None:
     t = threading.Thread(target=writer)
     t.start()
     updates = []
-    for up in MetricTracker().follow(p, poll_s=0.02, stop=lambda: time.monotonic() > deadline or
-                                      (bool(updates) and updates[-1].result.step == 60)):
+    for up in MetricTracker().follow(
+        p,
+        poll_s=0.02,
+        stop=lambda: time.monotonic() > deadline or (bool(updates) and updates[-1].result.step == 60),
+    ):
         updates.append(up)
     t.join()
     last = updates[-1].result
@@ -52,6 +55,8 @@ def test_follow_notices_a_stall_while_idle(tmp_path: Path) -> None:
         now[0] += 30.0  # idle polls: time passes with no new line
         return polls[0] > 20 or bool(seen)
 
-    for _ in MetricTracker(settings).follow(p, poll_s=0.001, clock=clock, stop=stop, on_idle_event=seen.append):
+    for _ in MetricTracker(settings).follow(
+        p, poll_s=0.001, clock=clock, stop=stop, on_idle_event=seen.append
+    ):
         pass
     assert [e.kind for e in seen] == ["stall"]

@@ -16,19 +16,39 @@ def vals(line: str) -> dict[str, float]:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("step 120/1000 loss=2.5 time: 0.31s", {"step": 120, "total_steps": 1000, "loss": 2.5, "step_time": 0.31}),
+        (
+            "step 120/1000 loss=2.5 time: 0.31s",
+            {"step": 120, "total_steps": 1000, "loss": 2.5, "step_time": 0.31},
+        ),
         ("iter 77: loss 3.1, time 250.0ms", {"step": 77, "loss": 3.1, "step_time": 0.25}),
-        ("Epoch [3][40/50]\tlr: 1.0e-02, time: 0.5, data_time: 0.1, loss: 0.9",
-         {"epoch": 3, "step": 40, "total_steps": 50, "loss": 0.9, "step_time": 0.5}),
-        ("{'loss': '1.5', 'global_step/max_steps': '10/20', 'train_speed(s/it)': '2.0'}",
-         {"loss": 1.5, "step": 10, "total_steps": 20, "step_time": 2.0}),
-        ('{"current_steps": 30, "total_steps": 90, "loss": 0.7, "elapsed_time": "0:01:30"}',
-         {"step": 30, "total_steps": 90, "loss": 0.7, "elapsed": 90}),
-        ("250/250 - 3s - loss: 0.12 - 12ms/step", {"step": 250, "total_steps": 250, "loss": 0.12, "step_time": 0.012}),
-        ("| epoch 002 | loss 4.5 | ups 4.0 | num_updates 800", {"epoch": 2, "loss": 4.5, "step_time": 0.25, "step": 800}),
-        (" iteration 10/ 100 | elapsed time per iteration (ms): 400.0 | lm loss: 7.0E+00 |",
-         {"step": 10, "total_steps": 100, "step_time": 0.4, "loss": 7.0}),
-        ("Global Step: 500, loss = 0.3 (100.0 examples/sec, 0.5 sec/batch)", {"step": 500, "loss": 0.3, "step_time": 0.5}),
+        (
+            "Epoch [3][40/50]\tlr: 1.0e-02, time: 0.5, data_time: 0.1, loss: 0.9",
+            {"epoch": 3, "step": 40, "total_steps": 50, "loss": 0.9, "step_time": 0.5},
+        ),
+        (
+            "{'loss': '1.5', 'global_step/max_steps': '10/20', 'train_speed(s/it)': '2.0'}",
+            {"loss": 1.5, "step": 10, "total_steps": 20, "step_time": 2.0},
+        ),
+        (
+            '{"current_steps": 30, "total_steps": 90, "loss": 0.7, "elapsed_time": "0:01:30"}',
+            {"step": 30, "total_steps": 90, "loss": 0.7, "elapsed": 90},
+        ),
+        (
+            "250/250 - 3s - loss: 0.12 - 12ms/step",
+            {"step": 250, "total_steps": 250, "loss": 0.12, "step_time": 0.012},
+        ),
+        (
+            "| epoch 002 | loss 4.5 | ups 4.0 | num_updates 800",
+            {"epoch": 2, "loss": 4.5, "step_time": 0.25, "step": 800},
+        ),
+        (
+            " iteration 10/ 100 | elapsed time per iteration (ms): 400.0 | lm loss: 7.0E+00 |",
+            {"step": 10, "total_steps": 100, "step_time": 0.4, "loss": 7.0},
+        ),
+        (
+            "Global Step: 500, loss = 0.3 (100.0 examples/sec, 0.5 sec/batch)",
+            {"step": 500, "loss": 0.3, "step_time": 0.5},
+        ),
     ],
 )
 def test_common_shapes(line: str, expected: dict[str, float]) -> None:
@@ -78,7 +98,9 @@ def test_durations() -> None:
 
 
 def test_glued_records_are_split() -> None:
-    parts = split_glued("  8%|█         | 19/240 [01:00<10:00,  3.3s/it][2021-11-26 03:07:16,494] [INFO] step=20")
+    parts = split_glued(
+        "  8%|█         | 19/240 [01:00<10:00,  3.3s/it][2021-11-26 03:07:16,494] [INFO] step=20"
+    )
     assert len(parts) == 2 and parts[1].startswith("[2021")
 
 

@@ -29,21 +29,25 @@ def run(lines: list[str]):
 
 
 def test_bar_and_loss_dict_are_merged() -> None:
-    r = run([
-        " 10%|#         | 10/100 [00:20<03:00,  2.00s/it]",
-        "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
-        " 11%|#         | 11/100 [00:22<02:58,  2.00s/it]",
-    ])
+    r = run(
+        [
+            " 10%|#         | 10/100 [00:20<03:00,  2.00s/it]",
+            "{'loss': 1.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
+            " 11%|#         | 11/100 [00:22<02:58,  2.00s/it]",
+        ]
+    )
     assert (r.step, r.total_steps, r.loss, r.step_time_s) == (11, 100, 1.5, 2.0)
     assert r.progress == pytest.approx(0.11)
     assert r.eta_s == pytest.approx(89 * 2.0)
 
 
 def test_metrics_line_beats_bar_at_same_step() -> None:
-    r = run([
-        "step:5 - actor/loss:0.25 - timing_s/step:10.0",
-        "Training Progress:   1%|          | 5/500 [00:50<2:00:00, 14.0s/it]",
-    ])
+    r = run(
+        [
+            "step:5 - actor/loss:0.25 - timing_s/step:10.0",
+            "Training Progress:   1%|          | 5/500 [00:50<2:00:00, 14.0s/it]",
+        ]
+    )
     assert r.step == 5 and r.total_steps == 500
     assert r.loss == 0.25 and r.step_time_s == 10.0
 
@@ -70,8 +74,20 @@ def test_table_rows_use_the_header() -> None:
 def test_no_progress() -> None:
     r = run(["Traceback (most recent call last):", "ValueError: nope"])
     assert not r.has_progress and r.step is None
-    assert set(r.to_json_dict()) == {"file", "has_progress", "last_progress_line", "step", "total_steps", "epoch",
-                                     "loss", "step_time_s", "throughput", "progress", "eta_s", "error"}
+    assert set(r.to_json_dict()) == {
+        "file",
+        "has_progress",
+        "last_progress_line",
+        "step",
+        "total_steps",
+        "epoch",
+        "loss",
+        "step_time_s",
+        "throughput",
+        "progress",
+        "eta_s",
+        "error",
+    }
 
 
 def _s(step: int, t: float | None, ts: float | None = None) -> ProgressSample:

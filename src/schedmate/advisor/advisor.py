@@ -61,12 +61,18 @@ class Advice:
             "p50_s": num(self.p50_s),
             "p90_s": num(self.p90_s),
             "method": self.method,
-            "neighbors": [{"job_id": j, "similarity": round(s, 4), "duration_s": d} for j, s, d in self.neighbors],
+            "neighbors": [
+                {"job_id": j, "similarity": round(s, 4), "duration_s": d} for j, s, d in self.neighbors
+            ],
             "error": self.error,
         }
         if verbose:
-            out.update(sources=self.sources, notes=list(self.notes), detail=self.detail,
-                       elapsed_s=round(self.elapsed_s, 4))
+            out.update(
+                sources=self.sources,
+                notes=list(self.notes),
+                detail=self.detail,
+                elapsed_s=round(self.elapsed_s, 4),
+            )
         return out
 
 
@@ -109,8 +115,16 @@ class Advisor:
         return self._digests[key]
 
     def _cache_key(self, rec: JobRecord, root: Path) -> str:
-        parts = [_EXTRACTOR_VERSION, self._digest(root), rec.command or "", json.dumps(list(rec.config_files)),
-                 str(rec.n_gpus), str(rec.n_nodes), str(rec.gpu_model), "agent" if self.agent else "static"]
+        parts = [
+            _EXTRACTOR_VERSION,
+            self._digest(root),
+            rec.command or "",
+            json.dumps(list(rec.config_files)),
+            str(rec.n_gpus),
+            str(rec.n_nodes),
+            str(rec.gpu_model),
+            "agent" if self.agent else "static",
+        ]
         return hashlib.blake2b("\0".join(parts).encode(), digest_size=20).hexdigest()
 
     def extract(self, rec: JobRecord) -> Extraction:
@@ -130,20 +144,39 @@ class Advisor:
             if cached:
                 try:
                     d = json.loads(cached)
-                    ext = Extraction(WorkloadMetadata.model_validate(d["metadata"]), d["sources"], d["size"],
-                                     tuple(d["notes"]))
+                    ext = Extraction(
+                        WorkloadMetadata.model_validate(d["metadata"]),
+                        d["sources"],
+                        d["size"],
+                        tuple(d["notes"]),
+                    )
                     self._memo[key] = ext
                     return ext
                 except (ValueError, KeyError, TypeError):
                     pass  # an old or damaged entry: extract again
-        ext = self.extractor.extract(root, command=rec.command, config_files=rec.config_files, n_gpus=rec.n_gpus,
-                                     n_nodes=rec.n_nodes, gpu_model=rec.gpu_model)
+        ext = self.extractor.extract(
+            root,
+            command=rec.command,
+            config_files=rec.config_files,
+            n_gpus=rec.n_gpus,
+            n_nodes=rec.n_nodes,
+            gpu_model=rec.gpu_model,
+        )
         ext = self._ask_agent(ext, root, rec.command)
         self._memo[key] = ext
         putter = getattr(self.store, "put_extraction", None)
         if putter is not None:
-            putter(key, json.dumps({"metadata": ext.metadata.model_dump(mode="json"), "sources": dict(ext.sources),
-                                    "size": dict(ext.size), "notes": list(ext.notes)}))
+            putter(
+                key,
+                json.dumps(
+                    {
+                        "metadata": ext.metadata.model_dump(mode="json"),
+                        "sources": dict(ext.sources),
+                        "size": dict(ext.size),
+                        "notes": list(ext.notes),
+                    }
+                ),
+            )
         return ext
 
     def _ask_agent(self, ext: Extraction, root: Path, command: str | None) -> Extraction:
@@ -203,7 +236,9 @@ class Advisor:
                 report.extracted += len(self._memo) > before
             except InputError as exc:
                 report.warnings.append(f"job {item.job_id}: {exc}; imported without code metadata")
-                ext = Extraction(WorkloadMetadata(n_gpus=item.n_gpus, n_nodes=item.n_nodes, gpu_model=item.gpu_model))
+                ext = Extraction(
+                    WorkloadMetadata(n_gpus=item.n_gpus, n_nodes=item.n_nodes, gpu_model=item.gpu_model)
+                )
             batch.append(item.with_metadata(ext.metadata, dict(ext.size), self.text_of(ext.metadata, item)))
             if len(batch) >= batch_size:
                 flush()
@@ -247,10 +282,16 @@ class Advisor:
         except InputError as exc:
             # no readable code: still answer from what the scheduler knows and the user's history
             error = f"{exc}; predicted without code metadata"
-            ext = Extraction(WorkloadMetadata(n_gpus=rec.n_gpus, n_nodes=rec.n_nodes, gpu_model=rec.gpu_model))
+            ext = Extraction(
+                WorkloadMetadata(n_gpus=rec.n_gpus, n_nodes=rec.n_nodes, gpu_model=rec.gpu_model)
+            )
         meta = ext.metadata
-        est = DurationEstimator(min_similarity=self.settings.min_similarity, k=self.settings.k,
-                                calibration=self.calibration(), combine=self.settings.scaling)
+        est = DurationEstimator(
+            min_similarity=self.settings.min_similarity,
+            k=self.settings.k,
+            calibration=self.calibration(),
+            combine=self.settings.scaling,
+        )
         neighbors: Sequence[Any] = ()
         try:
             vec = self.embedder.embed([self.text_of(meta, rec)])[0]
@@ -259,7 +300,11 @@ class Advisor:
             error = f"embedder: {exc}; predicted without similar jobs" if error is None else error
         if vec is not None:
             try:
-                neighbors = [n for n in self.store.search(vec, self.settings.k * 3 + 1) if n.record.job_id != rec.job_id]
+                neighbors = [
+                    n
+                    for n in self.store.search(vec, self.settings.k * 3 + 1)
+                    if n.record.job_id != rec.job_id
+                ]
             except BackendError as exc:  # e.g. a PostgreSQL store that went away
                 error = f"history store: {exc}; predicted without similar jobs" if error is None else error
         user = rec.user
@@ -272,15 +317,28 @@ class Advisor:
                 failures.append(str(exc))
                 return []
 
-        pred: Prediction = est.predict(meta, ext.size, neighbors, user=user, name=rec.name,
-                                       user_jobs=lambda: read(lambda: self.store.by_user(user, 2000)) if user else [],
-                                       durations=lambda: read(lambda: self.store.durations(20_000)))
+        pred: Prediction = est.predict(
+            meta,
+            ext.size,
+            neighbors,
+            user=user,
+            name=rec.name,
+            user_jobs=lambda: read(lambda: self.store.by_user(user, 2000)) if user else [],
+            durations=lambda: read(lambda: self.store.durations(20_000)),
+        )
         if failures and error is None:
             error = f"history store: {failures[0]}; predicted without history"
         return Advice(
-            job_id=rec.job_id, metadata=meta, p10_s=pred.p10_s, p50_s=pred.p50_s, p90_s=pred.p90_s,
+            job_id=rec.job_id,
+            metadata=meta,
+            p10_s=pred.p10_s,
+            p50_s=pred.p50_s,
+            p90_s=pred.p90_s,
             method=pred.method,
             neighbors=tuple((n.record.job_id, n.similarity, n.record.duration_s) for n in pred.neighbors[:5]),
-            error=error, sources=dict(ext.sources), notes=ext.notes, detail=pred.detail,
+            error=error,
+            sources=dict(ext.sources),
+            notes=ext.notes,
+            detail=pred.detail,
             elapsed_s=time.perf_counter() - t0,
         )

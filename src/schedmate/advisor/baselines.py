@@ -57,17 +57,29 @@ def _log(x: float | int | None) -> float:
 class GBMEstimator:
     """Gradient-boosted trees on metadata features, trained on log duration."""
 
-    NUMERIC = ("n_gpus", "param_count", "dataset_size", "global_batch_size", "epochs", "max_steps", "seq_len",
-               "image_size")
+    NUMERIC = (
+        "n_gpus",
+        "param_count",
+        "dataset_size",
+        "global_batch_size",
+        "epochs",
+        "max_steps",
+        "seq_len",
+        "image_size",
+    )
     CATEGORICAL = ("framework", "model_family", "task", "precision", "entrypoint", "user")
 
     def __init__(self, **params: Any) -> None:
         try:
             from sklearn.ensemble import HistGradientBoostingRegressor
         except ImportError:
-            raise ConfigError("the GBM baseline needs scikit-learn: pip install 'schedmate[baselines]'") from None
+            raise ConfigError(
+                "the GBM baseline needs scikit-learn: pip install 'schedmate[baselines]'"
+            ) from None
         defaults = {"max_iter": 200, "learning_rate": 0.1, "min_samples_leaf": 3, "random_state": 0}
-        self._model = HistGradientBoostingRegressor(**{**defaults, **params}, categorical_features="from_dtype")
+        self._model = HistGradientBoostingRegressor(
+            **{**defaults, **params}, categorical_features="from_dtype"
+        )
         self._codes: dict[str, dict[str, int]] = {c: {} for c in self.CATEGORICAL}
         self._fitted = False
         self._keep: list[int] = []

@@ -16,12 +16,34 @@ from schedmate.advisor.derive import IGNORED, Namespace, not_training
 __all__ = ["apply_budgets", "TOKEN_SCOPE", "PER_DEVICE_TOKENS", "STEP_TOKENS", "TOTAL_TOKENS"]
 
 TOKEN_SCOPE = "tokens"  # the scope of a batch-size argument whose help says it counts tokens
-PER_DEVICE_TOKENS = ("max_tokens", "max_tokens_per_batch", "tokens_per_batch", "batch_tokens", "micro_batch_tokens")
-STEP_TOKENS = ("tokens_per_iter", "tokens_per_step", "tokens_per_update", "global_batch_tokens",
-               "total_batch_tokens", "batch_size_tokens")
-TOTAL_TOKENS = ("train_tokens", "total_tokens", "max_train_tokens", "num_train_tokens", "training_tokens",
-                "total_train_tokens", "token_budget")
-_RUN_SAMPLES = ("train_samples", "training_samples")  # Megatron: samples over the whole run when nothing else bounds it
+PER_DEVICE_TOKENS = (
+    "max_tokens",
+    "max_tokens_per_batch",
+    "tokens_per_batch",
+    "batch_tokens",
+    "micro_batch_tokens",
+)
+STEP_TOKENS = (
+    "tokens_per_iter",
+    "tokens_per_step",
+    "tokens_per_update",
+    "global_batch_tokens",
+    "total_batch_tokens",
+    "batch_size_tokens",
+)
+TOTAL_TOKENS = (
+    "train_tokens",
+    "total_tokens",
+    "max_train_tokens",
+    "num_train_tokens",
+    "training_tokens",
+    "total_train_tokens",
+    "token_budget",
+)
+_RUN_SAMPLES = (
+    "train_samples",
+    "training_samples",
+)  # Megatron: samples over the whole run when nothing else bounds it
 _MAX_BATCH_TOKENS = 4_000_000  # more tokens than any device holds in one batch: a budget for the whole run
 
 
@@ -36,7 +58,12 @@ def _lookup(ns: Namespace, leaves: tuple[str, ...], skip: int) -> tuple[int, str
             continue
         for k, v in flat.items():
             leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
-            if leaf not in leaves or not_training(k) or ns.field_overrides.get(leaf) == IGNORED or isinstance(v, bool):
+            if (
+                leaf not in leaves
+                or not_training(k)
+                or ns.field_overrides.get(leaf) == IGNORED
+                or isinstance(v, bool)
+            ):
                 continue
             if isinstance(v, float) and v.is_integer():
                 v = int(v)
@@ -53,8 +80,9 @@ def _leaf_of_source(src: str) -> str:
     return src.rsplit(": ", 1)[-1].rsplit(".", 1)[-1].lower().replace("-", "_")
 
 
-def apply_budgets(values: dict[str, Any], sources: dict[str, str], ns: Namespace, *, calls: int,
-                  computed: int) -> list[str]:
+def apply_budgets(
+    values: dict[str, Any], sources: dict[str, str], ns: Namespace, *, calls: int, computed: int
+) -> list[str]:
     """Fill micro / global batch and max_samples from token and run budgets; notes for what needs a sequence length.
 
     Tokens per step set by the run (llm.c `--total_batch_size` "in tokens") give the global batch; computed in code
@@ -73,8 +101,10 @@ def apply_budgets(values: dict[str, Any], sources: dict[str, str], ns: Namespace
         step = None
     for what, found in (("batch", per_device), ("batch", step), ("run", total)):
         if found is not None and not seq:
-            notes.append(f"{what} given in tokens ({found[1]} = {found[0]}) but no sequence length: not converted "
-                         "to samples")
+            notes.append(
+                f"{what} given in tokens ({found[1]} = {found[0]}) but no sequence length: not converted "
+                "to samples"
+            )
     if seq:
         if per_device is not None:
             micro = max(1, per_device[0] // seq)
@@ -89,8 +119,11 @@ def apply_budgets(values: dict[str, Any], sources: dict[str, str], ns: Namespace
             values["max_samples"] = max(1, total[0] // seq)
             sources["max_samples"] = f"{total[1]} / seq_len"
     ds_src = sources.get("dataset_size", "")
-    if ("dataset_size" in values and not values.keys() & {"epochs", "max_steps", "max_samples"}
-            and _leaf_of_source(ds_src) in _RUN_SAMPLES):
+    if (
+        "dataset_size" in values
+        and not values.keys() & {"epochs", "max_steps", "max_samples"}
+        and _leaf_of_source(ds_src) in _RUN_SAMPLES
+    ):
         # no epochs and no steps: `--train-samples` bounds the whole run (Megatron), it is not a dataset size
         values["max_samples"] = values.pop("dataset_size")
         sources["max_samples"] = f"{sources.pop('dataset_size')} (samples over the run: no epochs or steps)"

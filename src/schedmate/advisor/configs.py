@@ -19,9 +19,18 @@ import yaml
 
 from schedmate.advisor.pyconfig import python_config
 
-__all__ = ["Flat", "flatten", "load_config", "load_data", "python_config", "parse_env_text", "python_assignments",
-           "compose_hydra",
-           "literal", "MAX_CONFIG_BYTES"]
+__all__ = [
+    "Flat",
+    "flatten",
+    "load_config",
+    "load_data",
+    "python_config",
+    "parse_env_text",
+    "python_assignments",
+    "compose_hydra",
+    "literal",
+    "MAX_CONFIG_BYTES",
+]
 
 Flat = dict[str, Any]
 MAX_CONFIG_BYTES = 1_000_000
@@ -36,7 +45,9 @@ def flatten(data: Any, prefix: str = "", depth: int = 0) -> Flat:
     if isinstance(data, Mapping):
         for k, v in data.items():
             key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, Mapping) or (isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v)):
+            if isinstance(v, Mapping) or (
+                isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v)
+            ):
                 out.update(flatten(v, key, depth + 1))
             else:
                 out[key] = v
@@ -135,8 +146,15 @@ def load_data(path: Path) -> tuple[Any, str | None]:
         if suffix in (".env", ".sh", ".cfg", ".ini", "") or path.name.startswith(".env"):
             return {k: literal(v) for k, v in parse_env_text(text).items()}, None
         return {}, f"unsupported config type '{suffix}'"
-    except (OSError, ValueError, yaml.YAMLError, tomllib.TOMLDecodeError, SyntaxError, RecursionError,
-            MemoryError) as exc:
+    except (
+        OSError,
+        ValueError,
+        yaml.YAMLError,
+        tomllib.TOMLDecodeError,
+        SyntaxError,
+        RecursionError,
+        MemoryError,
+    ) as exc:
         return {}, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
 
 
@@ -153,8 +171,9 @@ def _set_dotted(flat: Flat, key: str, value: Any) -> None:
     flat[key] = value
 
 
-def compose_hydra(config_dir: Path, config_name: str, overrides: list[str], inside: Path
-                  ) -> tuple[Flat, list[Path], set[str]]:
+def compose_hydra(
+    config_dir: Path, config_name: str, overrides: list[str], inside: Path
+) -> tuple[Flat, list[Path], set[str]]:
     """Hydra-style composition: primary config, its `defaults:` list, then `a.b=c` overrides.
 
     Group choices in overrides (`model=resnet`) pick `<group>/<choice>.yaml`; they are

@@ -28,10 +28,20 @@ from schedmate.advisor.vocab import (
     tool_framework,
 )
 
-__all__ = ["Namespace", "Candidate", "derive_metadata", "precision_flag", "framework_of", "not_training", "IGNORED"]
+__all__ = [
+    "Namespace",
+    "Candidate",
+    "derive_metadata",
+    "precision_flag",
+    "framework_of",
+    "not_training",
+    "IGNORED",
+]
 
-_NOT_TRAINING = re.compile(r"(^|[._])(eval|evaluation|val|valid|validation|test|predict|prediction|inference|"
-                           r"sample|sampling|generate|generation|sampler)[._]")
+_NOT_TRAINING = re.compile(
+    r"(^|[._])(eval|evaluation|val|valid|validation|test|predict|prediction|inference|"
+    r"sample|sampling|generate|generation|sampler)[._]"
+)
 IGNORED = "-"  # Namespace.field_overrides value: a key the code uses for something other than training
 
 
@@ -84,8 +94,14 @@ class Namespace:
                 parent = k.rsplit(".", 2)[-2].lower() if k.count(".") else ""
                 if leaf in keys:
                     rank = keys.index(leaf)
-                elif leaf in ("type", "name", "_component_", "class_path") and parent in keys and k.count(".") == 1:
-                    rank = keys.index(parent)  # model.type / model._component_ name the model like `model` does
+                elif (
+                    leaf in ("type", "name", "_component_", "class_path")
+                    and parent in keys
+                    and k.count(".") == 1
+                ):
+                    rank = keys.index(
+                        parent
+                    )  # model.type / model._component_ name the model like `model` does
                 else:
                     rank = len(keys) + (50 if leaf in ("_name", "_target_") else 0)
                 if not_training(k):
@@ -102,8 +118,16 @@ def _image_hint(facts: CodeFacts, sources: dict[str, str]) -> int | None:
     return None
 
 
-_PRECISION_FLAGS = {"bf16": "bf16", "fp16": "fp16", "half": "fp16", "amp": "mixed", "use_amp": "mixed",
-                    "mixed_precision": "mixed", "use_fp16": "fp16", "use_bf16": "bf16"}
+_PRECISION_FLAGS = {
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "amp": "mixed",
+    "use_amp": "mixed",
+    "mixed_precision": "mixed",
+    "use_fp16": "fp16",
+    "use_bf16": "bf16",
+}
 
 
 def precision_flag(ns: Namespace, sources: dict[str, str]) -> str | None:
@@ -178,9 +202,17 @@ def _built_model(facts: CodeFacts, ns: Namespace, sources: dict[str, str]) -> st
     return None
 
 
-def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mapping[str, float], facts: CodeFacts,
-            launch: Launch, ns: Namespace, n_gpus: int | None, n_nodes: int | None,
-            gpu_model: str | None) -> WorkloadMetadata:
+def derive_metadata(
+    values: dict[str, Any],
+    sources: dict[str, str],
+    size: Mapping[str, float],
+    facts: CodeFacts,
+    launch: Launch,
+    ns: Namespace,
+    n_gpus: int | None,
+    n_nodes: int | None,
+    gpu_model: str | None,
+) -> WorkloadMetadata:
     framework = framework_of(facts, launch)
     # model name: a setting, else the name passed to a model factory, else the model class
     model_name = values.get("model_name")
@@ -226,8 +258,11 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
         sources["param_count"] = "sum of layer sizes written in the code"
     dataset = values.get("dataset")
     hint = _hint(facts, ns, "dataset")
-    if hint is not None and isinstance(hint[0], str) and (
-            dataset is None or hint[0].startswith(f"{dataset}/")):  # load_dataset(name, config) is more specific
+    if (
+        hint is not None
+        and isinstance(hint[0], str)
+        and (dataset is None or hint[0].startswith(f"{dataset}/"))
+    ):  # load_dataset(name, config) is more specific
         dataset, sources["dataset"] = hint
     ds_size = values.get("dataset_size")
     ds_task = None
@@ -277,7 +312,8 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
             elif leaf in ("fsdp",) and v not in (None, "", False, [], "no"):
                 par.add("fsdp")
             elif (leaf in ("deepspeed", "deepspeed_config") and isinstance(v, str) and v) or (
-                    k.lower().startswith("zero_optimization") and leaf == "stage"):
+                k.lower().startswith("zero_optimization") and leaf == "stage"
+            ):
                 par.add("deepspeed")
     if values.get("zero_stage") is not None:
         par.add("deepspeed")
@@ -292,10 +328,18 @@ def derive_metadata(values: dict[str, Any], sources: dict[str, str], size: Mappi
     accum = values.get("grad_accum_steps") or 1
     gbs = values.get("global_batch_size")
     # the code divides the setting by the process count (`accum //= world_size`): it already covers all processes
-    divided = any(f"divided:{k}" in facts.hints for f in ("micro_batch_size", "grad_accum_steps")
-                  for k in FIELD_KEYS[f] if f in values)
+    divided = any(
+        f"divided:{k}" in facts.hints
+        for f in ("micro_batch_size", "grad_accum_steps")
+        for k in FIELD_KEYS[f]
+        if f in values
+    )
     if gbs is None and micro is not None:
-        dp = gpus if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"} and not divided) else 1
+        dp = (
+            gpus
+            if (gpus and gpus > 1 and par & {"ddp", "fsdp", "deepspeed", "horovod"} and not divided)
+            else 1
+        )
         dp = max(1, dp // ((values.get("tensor_parallel") or 1) * (values.get("pipeline_parallel") or 1)))
         gbs = micro * accum * dp
         sources["global_batch_size"] = "micro batch x accumulation x data-parallel processes"

@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.advisor.store import JobRecord, Neighbor
 
-__all__ = ["Prediction", "DurationEstimator", "work_units", "similar_names", "calibrate", "startup_costs", "Z90"]
+__all__ = [
+    "Prediction",
+    "DurationEstimator",
+    "work_units",
+    "similar_names",
+    "calibrate",
+    "startup_costs",
+    "Z90",
+]
 
 Z90 = 1.2815515655446004  # standard normal quantile of 0.9
 _SIGMA_FLOOR = 0.12  # run-to-run noise of identical jobs, in log space
@@ -129,16 +137,25 @@ class _Model:
 
 
 _ALPHAS = (0.0, 0.5, 1.0)
-_MODELS = ([_Model(f"prop-g{a}", a, False) for a in _ALPHAS] + [_Model(f"affine-g{a}", a, True) for a in _ALPHAS]
-           + [_Model(f"startup-g{a}", a, False, True) for a in _ALPHAS])
+_MODELS = (
+    [_Model(f"prop-g{a}", a, False) for a in _ALPHAS]
+    + [_Model(f"affine-g{a}", a, True) for a in _ALPHAS]
+    + [_Model(f"startup-g{a}", a, False, True) for a in _ALPHAS]
+)
 _PROP_G1 = _MODELS[2]
 
 
 class DurationEstimator:
     """Turns neighbours (or their absence) into p10/p50/p90 and the name of the method used."""
 
-    def __init__(self, *, min_similarity: float = 0.8, k: int = 10, calibration: Mapping[str, float] | None = None,
-                 combine: str = "average") -> None:
+    def __init__(
+        self,
+        *,
+        min_similarity: float = 0.8,
+        k: int = 10,
+        calibration: Mapping[str, float] | None = None,
+        combine: str = "average",
+    ) -> None:
         self.min_similarity = min_similarity
         self.k = k
         self.calibration = dict(calibration or {})
@@ -150,8 +167,14 @@ class DurationEstimator:
         return c if c is not None else self.calibration.get("startup_s")
 
     # -- knn -------------------------------------------------------------------------------
-    def _predict_one(self, model: _Model, qf: dict[str, float], qg: float, train: list[tuple[dict[str, float], float, float, float]],
-                     startup: float | None = None) -> float | None:
+    def _predict_one(
+        self,
+        model: _Model,
+        qf: dict[str, float],
+        qg: float,
+        train: list[tuple[dict[str, float], float, float, float]],
+        startup: float | None = None,
+    ) -> float | None:
         """Median-of-neighbours prediction; train rows are (factors, gpus, duration, weight)."""
         if not train:
             return None
@@ -168,8 +191,12 @@ class DurationEstimator:
             # d = c + b * w, fitted on the neighbours: Theil-Sen slope, median intercept
             xs = [_ratio(f, qf) * (qg / g) ** model.alpha for f, g, _, _ in train]  # effective work w_i / w_q
             ys = [d for _, _, d, _ in train]
-            slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(len(xs)) for j in range(i + 1, len(xs))
-                      if abs(xs[j] - xs[i]) > 1e-6 * max(abs(xs[i]), 1e-12)]
+            slopes = [
+                (ys[j] - ys[i]) / (xs[j] - xs[i])
+                for i in range(len(xs))
+                for j in range(i + 1, len(xs))
+                if abs(xs[j] - xs[i]) > 1e-6 * max(abs(xs[i]), 1e-12)
+            ]
             if len(slopes) < 1:
                 return None
             b = max(0.0, statistics.median(slopes))
@@ -178,9 +205,17 @@ class DurationEstimator:
         preds = [d * _ratio(qf, f) * (g / qg) ** model.alpha for f, g, d, _ in train]
         return _wquantile(preds, [w for *_, w in train], 0.5)
 
-    def _knn(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor]) -> Prediction | None:
-        close = [n for n in neighbors if n.similarity >= self.min_similarity and n.record.duration_s
-                 and n.record.duration_s > 0 and n.record.metadata is not None][: self.k]
+    def _knn(
+        self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor]
+    ) -> Prediction | None:
+        close = [
+            n
+            for n in neighbors
+            if n.similarity >= self.min_similarity
+            and n.record.duration_s
+            and n.record.duration_s > 0
+            and n.record.metadata is not None
+        ][: self.k]
         qf = _factors(meta, size)
         # a neighbour whose amount of work is stated in other terms (epochs x data vs steps) cannot be
         # scaled to this job: it is similar text, not similar work
@@ -190,8 +225,15 @@ class DurationEstimator:
         if not close:
             return None
         qg = _gpus(meta)
-        rows = [(_factors(n.record.metadata, n.record.size), _gpus(n.record.metadata, n.record),  # type: ignore[arg-type]
-                 float(n.record.duration_s), max(1e-3, n.similarity) ** 4) for n in close]  # type: ignore[arg-type]
+        rows = [
+            (
+                _factors(n.record.metadata, n.record.size),
+                _gpus(n.record.metadata, n.record),  # type: ignore[arg-type]
+                float(n.record.duration_s),
+                max(1e-3, n.similarity) ** 4,
+            )
+            for n in close
+        ]  # type: ignore[arg-type]
         scalable = any(_ratio(qf, f) != 1.0 or g != qg for f, g, _, _ in rows)
         startup = self.startup_s(meta)
         top_sim = close[0].similarity
@@ -203,7 +245,7 @@ class DurationEstimator:
             for model in _MODELS:
                 errs: list[float] = []
                 for i, (f, g, d, _w) in enumerate(rows):
-                    pred = self._predict_one(model, f, g, rows[:i] + rows[i + 1:], startup)
+                    pred = self._predict_one(model, f, g, rows[:i] + rows[i + 1 :], startup)
                     if pred is None or pred <= 0:
                         break
                     errs.append(math.log(d / pred))
@@ -221,15 +263,31 @@ class DurationEstimator:
         ws = [1.0 / (mse + _SIGMA_FLOOR**2) for mse, _, _ in scored]
         total = sum(ws)
         log_p50 = sum(w * math.log(p) for w, (_, _, p) in zip(ws, scored, strict=True)) / total
-        mse = sum(w * (m + (math.log(p) - log_p50) ** 2) for w, (m, _, p) in zip(ws, scored, strict=True)) / total
+        mse = (
+            sum(w * (m + (math.log(p) - log_p50) ** 2) for w, (m, _, p) in zip(ws, scored, strict=True))
+            / total
+        )
         p50 = math.exp(log_p50)
         sigma = math.sqrt(mse + _SIGMA_FLOOR**2) * widen
         lead = scored[ws.index(max(ws))][1].name
-        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), method, tuple(close),
-                          detail=f"{len(close)} neighbours, {len(scored)} scalings (best {lead}), log-sigma {sigma:.2f}")
+        return Prediction(
+            p50 * math.exp(-Z90 * sigma),
+            p50,
+            p50 * math.exp(Z90 * sigma),
+            method,
+            tuple(close),
+            detail=f"{len(close)} neighbours, {len(scored)} scalings (best {lead}), log-sigma {sigma:.2f}",
+        )
 
-    def _few(self, qf: dict[str, float], qg: float, rows: list[tuple[dict[str, float], float, float, float]],
-             widen: float, method: str, close: tuple[Neighbor, ...]) -> Prediction | None:
+    def _few(
+        self,
+        qf: dict[str, float],
+        qg: float,
+        rows: list[tuple[dict[str, float], float, float, float]],
+        widen: float,
+        method: str,
+        close: tuple[Neighbor, ...],
+    ) -> Prediction | None:
         """One or two neighbours: how duration scales with work is unknown (start-up cost, sub-linear
         scaling), so bracket it: p50 halfway (in log) between no scaling and proportional scaling,
         the interval spanning both, widened by the neighbours' own spread. (A framework start-up cost
@@ -241,10 +299,19 @@ class DurationEstimator:
             return None
         p50 = math.sqrt(flat * prop)
         logs = [math.log(d) for _, _, d, _ in rows]
-        spread = math.sqrt((statistics.pstdev(logs) if len(logs) > 1 else 0.0) ** 2 + _SIGMA_FLOOR**2 + 0.2**2) * widen
+        spread = (
+            math.sqrt((statistics.pstdev(logs) if len(logs) > 1 else 0.0) ** 2 + _SIGMA_FLOOR**2 + 0.2**2)
+            * widen
+        )
         lo, hi = min(flat, prop), max(flat, prop)
-        return Prediction(min(lo, p50) * math.exp(-Z90 * spread), p50, max(hi, p50) * math.exp(Z90 * spread), method,
-                          close, detail=f"{len(rows)} neighbour(s): between unscaled and proportional scaling")
+        return Prediction(
+            min(lo, p50) * math.exp(-Z90 * spread),
+            p50,
+            max(hi, p50) * math.exp(Z90 * spread),
+            method,
+            close,
+            detail=f"{len(rows)} neighbour(s): between unscaled and proportional scaling",
+        )
 
     # -- fallbacks -------------------------------------------------------------------------
     def _metadata(self, meta: WorkloadMetadata, size: Mapping[str, float]) -> Prediction | None:
@@ -254,11 +321,18 @@ class DurationEstimator:
             return None
         p50 = self.calibration.get("overhead_s", 0.0) + w / (rate * _gpus(meta) ** 0.5)
         sigma = max(0.3, self.calibration.get("sigma", 1.0))
-        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), "metadata",
-                          detail=f"work {w:.3g} units at a calibrated {rate:.3g} units/s")
+        return Prediction(
+            p50 * math.exp(-Z90 * sigma),
+            p50,
+            p50 * math.exp(Z90 * sigma),
+            "metadata",
+            detail=f"work {w:.3g} units at a calibrated {rate:.3g} units/s",
+        )
 
     @staticmethod
-    def _user(user: str | None, name: str | None, n_gpus: int | None, past: Sequence[JobRecord]) -> Prediction | None:
+    def _user(
+        user: str | None, name: str | None, n_gpus: int | None, past: Sequence[JobRecord]
+    ) -> Prediction | None:
         done = [r for r in past if r.duration_s and r.duration_s > 0]
         if not user or not done:
             return None
@@ -269,8 +343,13 @@ class DurationEstimator:
         mid = statistics.median(logs)
         sigma = max(0.5, statistics.pstdev(logs) if len(logs) > 1 else 1.0)
         p50 = math.exp(mid)
-        return Prediction(p50 * math.exp(-Z90 * sigma), p50, p50 * math.exp(Z90 * sigma), "user-history",
-                          detail=f"{len(pool)} past jobs of user {user}")
+        return Prediction(
+            p50 * math.exp(-Z90 * sigma),
+            p50,
+            p50 * math.exp(Z90 * sigma),
+            "user-history",
+            detail=f"{len(pool)} past jobs of user {user}",
+        )
 
     @staticmethod
     def _prior(durations: Sequence[float]) -> Prediction:
@@ -281,12 +360,21 @@ class DurationEstimator:
         logs = [math.log(d) for d in ds]
         p50 = math.exp(statistics.median(logs))
         q = statistics.quantiles(logs, n=10) if len(logs) >= 2 else [logs[0] - 1, logs[0] + 1]
-        return Prediction(math.exp(q[0]), p50, math.exp(q[-1]), "prior", detail=f"median of {len(ds)} past jobs")
+        return Prediction(
+            math.exp(q[0]), p50, math.exp(q[-1]), "prior", detail=f"median of {len(ds)} past jobs"
+        )
 
-    def predict(self, meta: WorkloadMetadata, size: Mapping[str, float], neighbors: Sequence[Neighbor], *,
-                user: str | None = None, name: str | None = None,
-                user_jobs: Callable[[], Sequence[JobRecord]] = tuple,
-                durations: Callable[[], Sequence[float]] = tuple) -> Prediction:
+    def predict(
+        self,
+        meta: WorkloadMetadata,
+        size: Mapping[str, float],
+        neighbors: Sequence[Neighbor],
+        *,
+        user: str | None = None,
+        name: str | None = None,
+        user_jobs: Callable[[], Sequence[JobRecord]] = tuple,
+        durations: Callable[[], Sequence[float]] = tuple,
+    ) -> Prediction:
         """`user_jobs` and `durations` are fetched only when the fallbacks need them (store reads)."""
         p: Prediction | None = self._knn(meta, size, neighbors)
         if p is None:
@@ -294,7 +382,11 @@ class DurationEstimator:
         if p is None and user:
             p = self._user(user, name, meta.n_gpus, user_jobs())
         if p is not None:
-            return p if p.neighbors else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
+            return (
+                p
+                if p.neighbors
+                else Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
+            )
         p = self._prior(durations())
         return Prediction(p.p10_s, p.p50_s, p.p90_s, p.method, tuple(neighbors[:3]), p.detail)
 
@@ -309,8 +401,11 @@ def startup_costs(records: Sequence[JobRecord], *, max_per_program: int = 64) ->
     """
     votes: dict[str, list[float]] = {}
     for (_, _, fw), rows in _programs(records, max_per_program).items():
-        cs = [min(max(0.0, d1 - (d2 - d1) / (r - 1.0)), d1, d2) for r, d1, d2 in _pairs(rows)
-              if (d2 - d1) * (r - 1.0) > 0]  # more work that ran faster is noise
+        cs = [
+            min(max(0.0, d1 - (d2 - d1) / (r - 1.0)), d1, d2)
+            for r, d1, d2 in _pairs(rows)
+            if (d2 - d1) * (r - 1.0) > 0
+        ]  # more work that ran faster is noise
         if cs:
             c = min(statistics.median(cs), min(d for _, _, d in rows))
             votes.setdefault(fw, []).append(c)
@@ -321,7 +416,9 @@ def startup_costs(records: Sequence[JobRecord], *, max_per_program: int = 64) ->
     return out
 
 
-def _programs(records: Sequence[JobRecord], max_per_program: int) -> dict[tuple[str, str, str], list[tuple[dict[str, float], float, float]]]:
+def _programs(
+    records: Sequence[JobRecord], max_per_program: int
+) -> dict[tuple[str, str, str], list[tuple[dict[str, float], float, float]]]:
     """Runs grouped by program (code dir, entrypoint, framework): (work factors, GPUs, duration)."""
     programs: dict[tuple[str, str, str], list[tuple[dict[str, float], float, float]]] = {}
     for r in records:
@@ -337,7 +434,7 @@ def _programs(records: Sequence[JobRecord], max_per_program: int) -> dict[tuple[
 def _pairs(rows: list[tuple[dict[str, float], float, float]]) -> Iterator[tuple[float, float, float]]:
     """(work ratio, d1, d2) for pairs of one program's runs on the same GPUs whose work differs by >= 1.5x."""
     for i, (f1, g1, d1) in enumerate(rows):
-        for f2, g2, d2 in rows[i + 1:]:
+        for f2, g2, d2 in rows[i + 1 :]:
             if g1 != g2 or not (set(f1) & set(f2) & _WORK_KEYS):
                 continue
             ratio = _ratio(f2, f1)

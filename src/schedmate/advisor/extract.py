@@ -37,23 +37,61 @@ __all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_diges
 _YACS_KEY = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+")
 _CONFIG_EXT = re.compile(r"\.(ya?ml|json|toml)$", re.I)
 _TEXT_EXT = {".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg", ".ini", ".env", ".txt", ".bash", ""}
-_SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", "wandb", "outputs", "logs", "data",
-              "checkpoints", ".mypy_cache", ".pytest_cache", "lightning_logs", "runs"}
+_SKIP_DIRS = {
+    ".git",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "node_modules",
+    "wandb",
+    "outputs",
+    "logs",
+    "data",
+    "checkpoints",
+    ".mypy_cache",
+    ".pytest_cache",
+    "lightning_logs",
+    "runs",
+}
 _MAX_LOCAL_MODULES = 12
-_INT_FIELDS = {"dataset_size", "global_batch_size", "micro_batch_size", "grad_accum_steps", "max_steps",
-               "max_samples", "seq_len", "image_size", "n_gpus", "n_nodes", "zero_stage", "tensor_parallel",
-               "pipeline_parallel"}
+_INT_FIELDS = {
+    "dataset_size",
+    "global_batch_size",
+    "micro_batch_size",
+    "grad_accum_steps",
+    "max_steps",
+    "max_samples",
+    "seq_len",
+    "image_size",
+    "n_gpus",
+    "n_nodes",
+    "zero_stage",
+    "tensor_parallel",
+    "pipeline_parallel",
+}
 _FLOAT_FIELDS = {"epochs", "learning_rate"}
 _STR_FIELDS = {"model_name", "dataset", "optimizer", "precision"}
-_WORK_CALLS = re.compile(r"(TrainingArguments|Seq2SeqTrainingArguments|Trainer|\bfit|DataLoader|Config|"
-                         r"train|SFTConfig|Accelerator|initialize|compile|Strategy|Dataset|pad_sequences|"
-                         r"TextVectorization)$")
+_WORK_CALLS = re.compile(
+    r"(TrainingArguments|Seq2SeqTrainingArguments|Trainer|\bfit|DataLoader|Config|"
+    r"train|SFTConfig|Accelerator|initialize|compile|Strategy|Dataset|pad_sequences|"
+    r"TextVectorization)$"
+)
 # calls whose settings are not training's: GenerationConfig(max_length=...), SamplingParams, evaluate(...)
 _NOT_TRAINING_CALL = re.compile(r"generat|sampl|eval|predict|infer|decod", re.I)
 
 # settings that only attention models have
-_ATTENTION_KEYS = {"n_embd", "d_model", "n_head", "num_heads", "num_attention_heads", "nhead", "n_ctx",
-                   "block_size", "num_hidden_layers", "max_position_embeddings"}
+_ATTENTION_KEYS = {
+    "n_embd",
+    "d_model",
+    "n_head",
+    "num_heads",
+    "num_attention_heads",
+    "nhead",
+    "n_ctx",
+    "block_size",
+    "num_hidden_layers",
+    "max_position_embeddings",
+}
 
 # priority of each layer (lower wins)
 _CLI, _CONFIG, _ENV, _KWARG, _DEFAULT, _CONST = range(6)
@@ -102,7 +140,9 @@ def directory_digest(root: Path, *, max_files: int = 2000, max_bytes: int = 1_00
                 data = p.read_bytes()
             except OSError:
                 continue
-            h.update(str(p.relative_to(base)).encode() + b"\0" + hashlib.blake2b(data, digest_size=16).digest())
+            h.update(
+                str(p.relative_to(base)).encode() + b"\0" + hashlib.blake2b(data, digest_size=16).digest()
+            )
             count += 1
             if count >= max_files:
                 return h.hexdigest()
@@ -126,8 +166,12 @@ def _cli_args(tokens: Sequence[str]) -> tuple[Flat, list[str], list[str]]:
                 continue
             vals: list[str] = []
             j = i + 1
-            while j < len(tokens) and not tokens[j].startswith("--") and not re.match(r"^-[A-Za-z]", tokens[j]) \
-                    and "=" not in tokens[j]:
+            while (
+                j < len(tokens)
+                and not tokens[j].startswith("--")
+                and not re.match(r"^-[A-Za-z]", tokens[j])
+                and "=" not in tokens[j]
+            ):
                 vals.append(tokens[j])
                 j += 1
                 if len(vals) == 1 and not _CONFIG_EXT.search(vals[0]):
@@ -185,11 +229,20 @@ def _coerce(fieldname: str, value: Any) -> Any:
             value = literal(value)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        return value if isinstance(value, int) and value >= (0 if fieldname in ("zero_stage", "max_steps", "dataset_size", "max_samples") else 1) else None
+        return (
+            value
+            if isinstance(value, int)
+            and value >= (0 if fieldname in ("zero_stage", "max_steps", "dataset_size", "max_samples") else 1)
+            else None
+        )
     if fieldname in _FLOAT_FIELDS:
         if isinstance(value, str):
             value = literal(value)
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            else None
+        )
     if fieldname in _STR_FIELDS:
         if isinstance(value, bool) or value == "":
             return None
@@ -221,8 +274,11 @@ class StaticExtractor:
             base = Path(rel).parent
             for mod in facts.local_modules[before:]:
                 parts = mod.split(".")
-                for cand in (base.joinpath(*parts).with_suffix(".py"), Path(*parts).with_suffix(".py"),
-                             base.joinpath(*parts, "__init__.py")):
+                for cand in (
+                    base.joinpath(*parts).with_suffix(".py"),
+                    Path(*parts).with_suffix(".py"),
+                    base.joinpath(*parts, "__init__.py"),
+                ):
                     if inside(root, cand) is not None and str(cand) not in scanned:
                         queue.append(str(cand))
                         break
@@ -257,10 +313,15 @@ class StaticExtractor:
         for k, (scope, _w) in facts.hints.items():  # `--train_batch_size` whose help says "per device"
             if not k.startswith("scope:"):
                 continue
-            if scope in ("ignore", TOKEN_SCOPE):  # "max length of generated text", "total batch size in tokens"
+            if scope in (
+                "ignore",
+                TOKEN_SCOPE,
+            ):  # "max length of generated text", "total batch size in tokens"
                 ns.field_overrides[k[6:].lower()] = IGNORED if scope == "ignore" else TOKEN_SCOPE
             elif field_for_key(k[6:]) in ("micro_batch_size", "global_batch_size"):
-                ns.field_overrides[k[6:].lower()] = "micro_batch_size" if scope == "micro" else "global_batch_size"
+                ns.field_overrides[k[6:].lower()] = (
+                    "micro_batch_size" if scope == "micro" else "global_batch_size"
+                )
         if facts.hydra is not None:
             cp, cn = facts.hydra
             cn = str(cli.get("config_name") or cli.get("cn") or cn or "config")
@@ -276,10 +337,16 @@ class StaticExtractor:
         # config files: explicit list, files named on the command line, code defaults naming files
         cfg_paths: list[str] = [str(p) for p in config_files]
         for v in [*cli.values(), *positional]:
-            for s in (v if isinstance(v, list) else [v]):
+            for s in v if isinstance(v, list) else [v]:
                 if isinstance(s, str) and (m := re.fullmatch(r"(.+\.py):[\w,.=-]*", s)):
-                    s = m.group(1)  # ml_collections `--config=configs/base.py:small` (an argument to get_config)
-                if isinstance(s, str) and (_CONFIG_EXT.search(s) or s.endswith(".py")) and s != launch.entrypoint:
+                    s = m.group(
+                        1
+                    )  # ml_collections `--config=configs/base.py:small` (an argument to get_config)
+                if (
+                    isinstance(s, str)
+                    and (_CONFIG_EXT.search(s) or s.endswith(".py"))
+                    and s != launch.entrypoint
+                ):
                     cfg_paths.append(s)
         for k, (v, _w) in facts.defaults.items():
             if isinstance(v, str) and _CONFIG_EXT.search(v) and k not in cli:
@@ -306,7 +373,10 @@ class StaticExtractor:
         kw_flat: Flat = {}
         kw_src: dict[str, str] = {}
         for callee, kw, val, where in facts.call_kwargs:
-            if not _WORK_CALLS.search(callee) and field_for_key(kw, strict=True) not in ("learning_rate", "epochs"):
+            if not _WORK_CALLS.search(callee) and field_for_key(kw, strict=True) not in (
+                "learning_rate",
+                "epochs",
+            ):
                 continue
             if _NOT_TRAINING_CALL.search(callee.rsplit(".", 1)[-1]):
                 continue
@@ -352,8 +422,9 @@ class StaticExtractor:
         return Extraction(metadata=meta, sources=sources, size=size, notes=tuple(dict.fromkeys(notes)))
 
     @staticmethod
-    def _framework_defaults(values: dict[str, Any], sources: dict[str, str], facts: CodeFacts,
-                            launch: Launch) -> None:
+    def _framework_defaults(
+        values: dict[str, Any], sources: dict[str, str], facts: CodeFacts, launch: Launch
+    ) -> None:
         """Fill what the framework decides when nothing sets it (HF 3 epochs, Keras fit 1 epoch x 32, ...)."""
         fw = framework_of(facts, launch)
         if fw is None or fw not in FRAMEWORK_DEFAULTS:
@@ -378,7 +449,9 @@ class StaticExtractor:
             r = ns.resolve(ref, aliases)
             value = r[0] if r is not None else facts.defaults.get(ref.key.rsplit(".", 1)[-1], (None, ""))[0]
             if isinstance(value, str) and re.fullmatch(r"\w[\w./-]{0,200}", value) and ".." not in value:
-                if suffix == ".py" and prefix.endswith("/") and "." in value:  # import_module: dots are packages
+                if (
+                    suffix == ".py" and prefix.endswith("/") and "." in value
+                ):  # import_module: dots are packages
                     value = value.replace(".", "/")
                 out.append(f"{prefix}{value}{suffix}")
         return out
@@ -412,7 +485,16 @@ class StaticExtractor:
                 # a bare generic name ("hidden", "dim") in code is some function's argument; as the default of
                 # a command-line option or config field it is the run's setting, like the same option given
                 if prio in (_KWARG, _CONST) and k.rsplit(".", 1)[-1].lower() in (
-                        "dim", "hidden", "units", "layers", "blocks", "channels", "ch", "filters", "heads"):
+                    "dim",
+                    "hidden",
+                    "units",
+                    "layers",
+                    "blocks",
+                    "channels",
+                    "ch",
+                    "filters",
+                    "heads",
+                ):
                     continue
                 if s not in out or prio < out[s][0]:
                     out[s] = (prio, float(v))

@@ -66,8 +66,10 @@ def load_inherited(path: Path, root: Path) -> tuple[Flat, list[Path], list[str]]
         merged: Any = {}
         for rel in _bases(data):
             if depth >= _MAX_DEPTH or len(used) >= _MAX_FILES:
-                notes.append(f"{label(p)}: inheritance deeper than {_MAX_DEPTH} levels or {_MAX_FILES} files, "
-                             f"{rel!r} not read")
+                notes.append(
+                    f"{label(p)}: inheritance deeper than {_MAX_DEPTH} levels or {_MAX_FILES} files, "
+                    f"{rel!r} not read"
+                )
                 continue
             if "://" in rel or rel.startswith("mmdet::") or "::" in rel:
                 notes.append(f"{label(p)}: base {rel!r} is outside the job directory")

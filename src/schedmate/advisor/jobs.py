@@ -89,9 +89,18 @@ class JobLine(BaseModel):
         if code_dir and base is not None and not Path(code_dir).is_absolute():
             code_dir = str((base / code_dir).resolve())
         return JobRecord(
-            job_id=self.job_id, duration_s=self.duration_s, submit_time=self.submit_time, status=self.status,
-            n_gpus=self.n_gpus, n_nodes=self.n_nodes, gpu_model=self.gpu_model, user=self.user, name=self.name,
-            code_dir=code_dir, command=self.command, config_files=tuple(self.config_files),
+            job_id=self.job_id,
+            duration_s=self.duration_s,
+            submit_time=self.submit_time,
+            status=self.status,
+            n_gpus=self.n_gpus,
+            n_nodes=self.n_nodes,
+            gpu_model=self.gpu_model,
+            user=self.user,
+            name=self.name,
+            code_dir=code_dir,
+            command=self.command,
+            config_files=tuple(self.config_files),
         )
 
 
@@ -169,7 +178,9 @@ def _tres_gpus(tres: Any) -> int | None:
 def _num_of(v: Any) -> float | None:
     """sacct numbers are plain or wrapped as {"set": true, "number": N}."""
     if isinstance(v, dict):
-        return float(v["number"]) if v.get("set", True) and isinstance(v.get("number"), (int, float)) else None
+        return (
+            float(v["number"]) if v.get("set", True) and isinstance(v.get("number"), (int, float)) else None
+        )
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -209,11 +220,16 @@ def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
             continue
         nodes = _num_of(job.get("allocation_nodes"))
         yield JobRecord(
-            job_id=str(job["job_id"]), duration_s=float(elapsed), submit_time=_num_of(t.get("submission")),
-            status=str(status).lower() if status else None, n_gpus=_tres_gpus(job.get("tres")),
-            n_nodes=int(nodes) if nodes else None, user=job.get("user") if isinstance(job.get("user"), str) else None,
+            job_id=str(job["job_id"]),
+            duration_s=float(elapsed),
+            submit_time=_num_of(t.get("submission")),
+            status=str(status).lower() if status else None,
+            n_gpus=_tres_gpus(job.get("tres")),
+            n_nodes=int(nodes) if nodes else None,
+            user=job.get("user") if isinstance(job.get("user"), str) else None,
             name=job.get("name") if isinstance(job.get("name"), str) else None,
-            code_dir=job.get("working_directory") or None, command=job.get("submit_line") or None,
+            code_dir=job.get("working_directory") or None,
+            command=job.get("submit_line") or None,
         )
 
 
@@ -225,5 +241,12 @@ def read_trace_jobs(path: str | Path, fmt: str) -> Iterator[JobRecord | LineErro
     for j in load_trace(path, fmt):
         if j.duration_s <= 0:
             continue
-        yield JobRecord(job_id=j.job_id, duration_s=j.duration_s, submit_time=j.submit_s, n_gpus=j.gpus,
-                        user=j.user or None, name=j.name or None, status="failed" if getattr(j, "failed", False) else None)
+        yield JobRecord(
+            job_id=j.job_id,
+            duration_s=j.duration_s,
+            submit_time=j.submit_s,
+            n_gpus=j.gpus,
+            user=j.user or None,
+            name=j.name or None,
+            status="failed" if getattr(j, "failed", False) else None,
+        )

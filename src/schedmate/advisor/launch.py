@@ -24,20 +24,127 @@ _PY = re.compile(r"^(?:.*/)?python(?:\d(?:\.\d+)?)?$")
 _SHELLS = {"bash", "sh", "zsh", "sbatch", "source", "."}
 # commands of a launcher script that never start the training
 _NOT_TRAINING = {
-    "cd", "echo", "printf", "mkdir", "module", "conda", "export", "set", "unset", "source", ".", "nvidia-smi", "pip",
-    "pip3", "wandb", "ulimit", "trap", "wait", "sleep", "date", "hostname", "exit", "if", "fi", "then", "else",
-    "elif", "for", "do", "done", "while", "case", "esac", "rm", "cp", "mv", "ls", "cat", "tee", "ln", "touch",
-    "chmod", "git", "wget", "curl", "tar", "unzip", "gzip", "scontrol", "squeue", "srun_wrapper", "huggingface-cli",
-    "hf", "apt-get", "apt", "sed", "awk", "grep", "head", "tail", "find", "xargs", "test", "[", "[[", "true",
-    "false", "shift", "local", "declare", "readonly", "return", "function", "eval", "exec_wrapper", "which", "pwd",
-    "rsync", "scp", "ssh", "kill", "pkill", "free", "df", "du", "uname", "id", "whoami", "basename", "dirname",
+    "cd",
+    "echo",
+    "printf",
+    "mkdir",
+    "module",
+    "conda",
+    "export",
+    "set",
+    "unset",
+    "source",
+    ".",
+    "nvidia-smi",
+    "pip",
+    "pip3",
+    "wandb",
+    "ulimit",
+    "trap",
+    "wait",
+    "sleep",
+    "date",
+    "hostname",
+    "exit",
+    "if",
+    "fi",
+    "then",
+    "else",
+    "elif",
+    "for",
+    "do",
+    "done",
+    "while",
+    "case",
+    "esac",
+    "rm",
+    "cp",
+    "mv",
+    "ls",
+    "cat",
+    "tee",
+    "ln",
+    "touch",
+    "chmod",
+    "git",
+    "wget",
+    "curl",
+    "tar",
+    "unzip",
+    "gzip",
+    "scontrol",
+    "squeue",
+    "srun_wrapper",
+    "huggingface-cli",
+    "hf",
+    "apt-get",
+    "apt",
+    "sed",
+    "awk",
+    "grep",
+    "head",
+    "tail",
+    "find",
+    "xargs",
+    "test",
+    "[",
+    "[[",
+    "true",
+    "false",
+    "shift",
+    "local",
+    "declare",
+    "readonly",
+    "return",
+    "function",
+    "eval",
+    "exec_wrapper",
+    "which",
+    "pwd",
+    "rsync",
+    "scp",
+    "ssh",
+    "kill",
+    "pkill",
+    "free",
+    "df",
+    "du",
+    "uname",
+    "id",
+    "whoami",
+    "basename",
+    "dirname",
 }
 # launcher flags that take no value (everything else of the form `--flag value` consumes one)
 _BOOL_FLAGS = {
-    "--standalone", "--multi_gpu", "--use_env", "--use-env", "-u", "-B", "-O", "--no_python", "--no-python",
-    "--exclusive", "--deepspeed_multinode_launcher", "--no_local_rank", "--no-local-rank", "--mpi",
-    "--tpu", "--cpu", "-l", "--overlap", "--allow-run-as-root", "--oversubscribe", "--bind-to-none",
-    "--module", "-m", "--run_as_module", "--fsdp", "--use_fsdp", "--use_deepspeed", "--dynamo_backend",
+    "--standalone",
+    "--multi_gpu",
+    "--use_env",
+    "--use-env",
+    "-u",
+    "-B",
+    "-O",
+    "--no_python",
+    "--no-python",
+    "--exclusive",
+    "--deepspeed_multinode_launcher",
+    "--no_local_rank",
+    "--no-local-rank",
+    "--mpi",
+    "--tpu",
+    "--cpu",
+    "-l",
+    "--overlap",
+    "--allow-run-as-root",
+    "--oversubscribe",
+    "--bind-to-none",
+    "--module",
+    "-m",
+    "--run_as_module",
+    "--fsdp",
+    "--use_fsdp",
+    "--use_deepspeed",
+    "--dynamo_backend",
     "--gpu",
 }
 
@@ -183,7 +290,15 @@ class _Parser:
         while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
             k, v = tokens.pop(0).split("=", 1)
             env[k] = v
-        while tokens and Path(tokens[0]).name in ("exec", "time", "nohup", "command", "builtin", "env", "nice"):
+        while tokens and Path(tokens[0]).name in (
+            "exec",
+            "time",
+            "nohup",
+            "command",
+            "builtin",
+            "env",
+            "nice",
+        ):
             tokens = tokens[1:]  # wrappers that run the rest of the line
             while tokens and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0].startswith("-")):
                 tok = tokens.pop(0)
@@ -211,7 +326,7 @@ class _Parser:
                 _parse_sbatch("\n".join(f"#SBATCH {k}={v}" for k, v in opts.items()), L, "sbatch")
                 L.launcher = L.launcher or "sbatch"
             if j < len(script_tokens):
-                return self.script(script_tokens[j], script_tokens[j + 1:], env, depth + 1)
+                return self.script(script_tokens[j], script_tokens[j + 1 :], env, depth + 1)
             return False
         if prog == "srun":
             opts = {}
@@ -237,8 +352,10 @@ class _Parser:
             if prog == "horovodrun":
                 L.parallelism.add("horovod")
             return self.segment(rest[j:], env, depth, where)
-        if prog in ("torchrun",) or (_PY.match(prog) and rest[:2] in (["-m", "torch.distributed.run"],
-                                                                      ["-m", "torch.distributed.launch"])):
+        if prog in ("torchrun",) or (
+            _PY.match(prog)
+            and rest[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"])
+        ):
             if _PY.match(prog):
                 rest = rest[2:]
             opts = {}
@@ -286,7 +403,11 @@ class _Parser:
         if prog.endswith(".py"):
             L.launcher = L.launcher or "python"
             return self.python_target(tokens, env, depth, where)
-        if re.fullmatch(r"[A-Za-z][\w.+-]*", prog) and rest and (self.tool is None or len(rest) > len(self.tool[1])):
+        if (
+            re.fullmatch(r"[A-Za-z][\w.+-]*", prog)
+            and rest
+            and (self.tool is None or len(rest) > len(self.tool[1]))
+        ):
             self.tool = (prog, list(rest), dict(env), where)
         return False
 
@@ -330,10 +451,10 @@ class _Parser:
                 if inside(self.root, cand) is not None:
                     L.entrypoint = cand
                     break
-            L.args = tokens[i + 2:]
+            L.args = tokens[i + 2 :]
         else:
             L.entrypoint = tokens[i]
-            L.args = tokens[i + 1:]
+            L.args = tokens[i + 1 :]
         L.env.update(env)
         L.sources.setdefault("entrypoint", where)
         return True

@@ -20,10 +20,19 @@ class WorkloadMetadata(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    framework: str | None = Field(None, description="pytorch, lightning, transformers, keras, tensorflow, jax, sklearn, xgboost, ...")
-    task: str | None = Field(None, description="language-modeling, text-classification, image-classification, detection, segmentation, speech, diffusion, rl, tabular, graph, other")
-    model_name: str | None = Field(None, description="the model as the code names it, e.g. gpt2, resnet50, bert-base-uncased")
-    model_family: str | None = Field(None, description="gpt, llama, bert, t5, vit, resnet, unet, cnn, mlp, lstm, gnn, tree, ...")
+    framework: str | None = Field(
+        None, description="pytorch, lightning, transformers, keras, tensorflow, jax, sklearn, xgboost, ..."
+    )
+    task: str | None = Field(
+        None,
+        description="language-modeling, text-classification, image-classification, detection, segmentation, speech, diffusion, rl, tabular, graph, other",
+    )
+    model_name: str | None = Field(
+        None, description="the model as the code names it, e.g. gpt2, resnet50, bert-base-uncased"
+    )
+    model_family: str | None = Field(
+        None, description="gpt, llama, bert, t5, vit, resnet, unet, cnn, mlp, lstm, gnn, tree, ..."
+    )
     param_count: float | None = Field(None, ge=0, description="approximate number of model parameters")
     dataset: str | None = Field(None, description="dataset name or path")
     dataset_size: int | None = Field(None, ge=0, description="number of training samples")
@@ -32,7 +41,9 @@ class WorkloadMetadata(BaseModel):
     grad_accum_steps: int | None = Field(None, ge=1)
     epochs: float | None = Field(None, ge=0)
     max_steps: int | None = Field(None, ge=0, description="optimizer steps, when the run is bounded by steps")
-    max_samples: int | None = Field(None, ge=0, description="training samples processed in total, when bounded that way")
+    max_samples: int | None = Field(
+        None, ge=0, description="training samples processed in total, when bounded that way"
+    )
     seq_len: int | None = Field(None, ge=1, description="tokens per sample")
     image_size: int | None = Field(None, ge=1, description="pixels per side")
     precision: str | None = Field(None, description="fp32, fp16, bf16, fp8, mixed")
@@ -45,7 +56,9 @@ class WorkloadMetadata(BaseModel):
     n_gpus: int | None = Field(None, ge=0, description="GPUs in total (processes per node x nodes)")
     n_nodes: int | None = Field(None, ge=1)
     gpu_model: str | None = None
-    launcher: str | None = Field(None, description="python, torchrun, deepspeed, accelerate, srun, mpirun, sbatch")
+    launcher: str | None = Field(
+        None, description="python, torchrun, deepspeed, accelerate, srun, mpirun, sbatch"
+    )
     entrypoint: str | None = Field(None, description="the training script, relative to the job directory")
 
     def missing(self) -> list[str]:
@@ -59,12 +72,12 @@ class WorkloadMetadata(BaseModel):
 METADATA_FIELDS: tuple[str, ...] = tuple(WorkloadMetadata.model_fields)
 
 
-def merge_metadata(base: WorkloadMetadata, extra: WorkloadMetadata, only: list[str] | None = None) -> WorkloadMetadata:
+def merge_metadata(
+    base: WorkloadMetadata, extra: WorkloadMetadata, only: list[str] | None = None
+) -> WorkloadMetadata:
     """Fill `base`'s unknown fields from `extra` (restricted to `only` when given); known values win."""
     allowed = set(only) if only is not None else set(METADATA_FIELDS)
-    update = {
-        k: v for k, v in extra.known().items() if k in allowed and getattr(base, k) in (None, ())
-    }
+    update = {k: v for k, v in extra.known().items() if k in allowed and getattr(base, k) in (None, ())}
     return base.model_copy(update=update) if update else base
 
 
@@ -82,7 +95,9 @@ def render_metadata(meta: WorkloadMetadata, *, name: str | None = None) -> str:
         parts.append(f"task {meta.task}")
     model = meta.model_name or meta.model_family
     if model:
-        parts.append(f"model {model}" + (f" ({meta.model_family})" if meta.model_name and meta.model_family else ""))
+        parts.append(
+            f"model {model}" + (f" ({meta.model_family})" if meta.model_name and meta.model_family else "")
+        )
     if meta.param_count:
         parts.append(f"{_fmt_count(meta.param_count)} params")
     if meta.framework:

@@ -31,11 +31,17 @@ _MAX_PY_VALUE = 10_000  # expression nodes one config file may evaluate
 _MAX_STATEMENTS = 2_000  # statements of config functions one file may evaluate
 _MAX_CALL_DEPTH = 4  # config functions calling each other
 # functions that build a config: get_config, get_cfg, make_config, default_hparams, base_config, config, ...
-CONFIG_FUNCTION = re.compile(r"^(?:(?:get|make|build|create|default|base)_?(?:\w+_)?)?(?:config|cfg|hparams|"
-                             r"hyperparams|hyperparameters)$")
-_BINOPS: dict[type, Any] = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-                            ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
-                            ast.FloorDiv: lambda a, b: a // b}
+CONFIG_FUNCTION = re.compile(
+    r"^(?:(?:get|make|build|create|default|base)_?(?:\w+_)?)?(?:config|cfg|hparams|"
+    r"hyperparams|hyperparameters)$"
+)
+_BINOPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+}
 
 
 class _Eval:
@@ -86,7 +92,8 @@ class _Eval:
             numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
             same_seq = type(left) is type(right) and isinstance(left, (str, list, tuple))
             if (numbers and not (isinstance(node.op, (ast.Div, ast.FloorDiv)) and right == 0)) or (
-                    same_seq and isinstance(node.op, ast.Add)):
+                same_seq and isinstance(node.op, ast.Add)
+            ):
                 try:
                     return _BINOPS[type(node.op)](left, right)
                 except (ArithmeticError, TypeError, ValueError, MemoryError):
@@ -97,7 +104,9 @@ class _Eval:
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         if isinstance(func, ast.Name) and func.id in self.functions and not node.args and not node.keywords:
-            return self.function(self.functions[func.id], env)  # a helper of the same file: get_model_config()
+            return self.function(
+                self.functions[func.id], env
+            )  # a helper of the same file: get_model_config()
         if name in ("int", "float") and len(node.args) == 1 and not node.keywords:
             v = self.value(node.args[0], env)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -131,7 +140,7 @@ class _Eval:
             for a in fn.args.args + fn.args.kwonlyargs:
                 env.pop(a.arg, None)  # parameters are unknown unless defaulted
             defaults = fn.args.defaults
-            for a, d in zip(fn.args.args[len(fn.args.args) - len(defaults):], defaults, strict=False):
+            for a, d in zip(fn.args.args[len(fn.args.args) - len(defaults) :], defaults, strict=False):
                 env[a.arg] = self.value(d, env)
             return self.block(fn.body, env)
         finally:
@@ -185,8 +194,10 @@ class _Eval:
         owner = self.value(call.func.value, env)
         if not isinstance(owner, dict):
             return
-        new = self.call(ast.Call(func=ast.Name(id="dict", ctx=ast.Load()), args=call.args[:1],
-                                 keywords=call.keywords), env)
+        new = self.call(
+            ast.Call(func=ast.Name(id="dict", ctx=ast.Load()), args=call.args[:1], keywords=call.keywords),
+            env,
+        )
         if isinstance(new, dict):
             owner.update(new)
 

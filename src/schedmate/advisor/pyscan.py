@@ -85,19 +85,31 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
         # args.x / cfg.train.x / self.config.x -> key after the root object
         parts = expr.split(".")
         return Ref(".".join(parts[1:]) if len(parts) > 1 else parts[0], expr) if expr else None
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
         base = _dotted(node.value)
         return Ref(node.slice.value, f"{base}[{node.slice.value!r}]")
     if isinstance(node, ast.Call) and _dotted(node.func).endswith(("get", "getenv")) and node.args:
         key = node.args[0]
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             default = _value(node.args[1], constants) if len(node.args) > 1 else None
-            return Ref(key.value, f"get({key.value!r})") if default is None or isinstance(default, Ref) else (
-                Ref(key.value, f"get({key.value!r}, {default!r})"))
+            return (
+                Ref(key.value, f"get({key.value!r})")
+                if default is None or isinstance(default, Ref)
+                else (Ref(key.value, f"get({key.value!r}, {default!r})"))
+            )
     if isinstance(node, ast.IfExp):  # `'bfloat16' if cuda_ok else 'float16'`: the value the code prefers
         body = _value(node.body, constants)
         return body if not isinstance(body, Ref) else None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float") and node.args:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("int", "float")
+        and node.args
+    ):
         return _value(node.args[0], constants)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Add)):
         left, right = _value(node.left, constants), _value(node.right, constants)
@@ -113,19 +125,43 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
 _ARGPARSE_ADD = {"add_argument", "add_option"}
 _CROPS = {"RandomResizedCrop", "RandomCrop", "RandomSizedCrop", "CenterCrop", "Resize"}
 _LAYER_HINTS = {
-    "Conv2d": "cnn", "Conv1d": "cnn", "Conv3d": "cnn", "Conv2D": "cnn", "Conv1D": "cnn",
-    "LSTM": "rnn", "GRU": "rnn", "RNN": "rnn", "SimpleRNN": "rnn",
-    "TransformerEncoderLayer": "transformer", "TransformerDecoderLayer": "transformer", "Transformer": "transformer",
-    "TransformerEncoder": "transformer", "TransformerDecoder": "transformer",
-    "MultiheadAttention": "transformer", "MultiHeadAttention": "transformer",
-    "Linear": "mlp", "Dense": "mlp", "Embedding": "embedding",
-    "GCNConv": "gnn", "GATConv": "gnn", "SAGEConv": "gnn", "ConvTranspose2d": "unet",
+    "Conv2d": "cnn",
+    "Conv1d": "cnn",
+    "Conv3d": "cnn",
+    "Conv2D": "cnn",
+    "Conv1D": "cnn",
+    "LSTM": "rnn",
+    "GRU": "rnn",
+    "RNN": "rnn",
+    "SimpleRNN": "rnn",
+    "TransformerEncoderLayer": "transformer",
+    "TransformerDecoderLayer": "transformer",
+    "Transformer": "transformer",
+    "TransformerEncoder": "transformer",
+    "TransformerDecoder": "transformer",
+    "MultiheadAttention": "transformer",
+    "MultiHeadAttention": "transformer",
+    "Linear": "mlp",
+    "Dense": "mlp",
+    "Embedding": "embedding",
+    "GCNConv": "gnn",
+    "GATConv": "gnn",
+    "SAGEConv": "gnn",
+    "ConvTranspose2d": "unet",
 }
 # libraries of classical estimators (and how their short names read)
-_TABULAR = {"sklearn": "sklearn", "xgboost": "xgboost", "lightgbm": "lightgbm", "catboost": "catboost",
-            "xgb": "xgboost", "lgbm": "lightgbm", "lgb": "lightgbm"}
+_TABULAR = {
+    "sklearn": "sklearn",
+    "xgboost": "xgboost",
+    "lightgbm": "lightgbm",
+    "catboost": "catboost",
+    "xgb": "xgboost",
+    "lgbm": "lightgbm",
+    "lgb": "lightgbm",
+}
 _MODEL_FACTORIES = re.compile(
-    r"(from_pretrained|from_config|create_model|models\.\w+|get_model|build_model|load_model|AutoModel\w*)$")
+    r"(from_pretrained|from_config|create_model|models\.\w+|get_model|build_model|load_model|AutoModel\w*)$"
+)
 _TASK_CLASSES = (
     (r"ForCausalLM|LMHeadModel|CausalLM", "language-modeling"),
     (r"ForMaskedLM", "language-modeling"),
@@ -146,7 +182,9 @@ class _Visitor(ast.NodeVisitor):
         self.fname = fname
         self.depth = 0  # function nesting
         self.cond: tuple[Ref, bool] | None = None  # inside `if args.flag` (True) or its else (False)
-        self.tabular: dict[str, tuple[str, str]] = {}  # name or module alias -> (sklearn / xgboost / ..., class)
+        self.tabular: dict[
+            str, tuple[str, str]
+        ] = {}  # name or module alias -> (sklearn / xgboost / ..., class)
 
     def _import(self, module: str) -> None:
         (self.f.lazy_imports if self.depth else self.f.imports).add(module.split(".")[0])
@@ -166,11 +204,15 @@ class _Visitor(ast.NodeVisitor):
         if node.module and node.level == 0:
             self._import(node.module)
             if node.module.split(".")[0] in _TABULAR:
-                self.tabular.update({a.asname or a.name: (node.module.split(".")[0], a.name) for a in node.names})
+                self.tabular.update(
+                    {a.asname or a.name: (node.module.split(".")[0], a.name) for a in node.names}
+                )
             if node.module in ("tensorflow", "tf_keras") and any(a.name == "keras" for a in node.names):
                 self._import("keras")
             self.f.local_modules.append(node.module)
-            if node.module.startswith("torch.nn.parallel") or node.module.startswith("torch.distributed.fsdp"):
+            if node.module.startswith("torch.nn.parallel") or node.module.startswith(
+                "torch.distributed.fsdp"
+            ):
                 for a in node.names:
                     self._parallel_name(a.name, node)
         elif node.module:
@@ -183,10 +225,16 @@ class _Visitor(ast.NodeVisitor):
             self.f.parallelism.setdefault("fsdp", self.where(node))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        is_dc = any(_dotted(d.func if isinstance(d, ast.Call) else d).endswith("dataclass") for d in node.decorator_list)
+        is_dc = any(
+            _dotted(d.func if isinstance(d, ast.Call) else d).endswith("dataclass")
+            for d in node.decorator_list
+        )
         bases = {_dotted(b) for b in node.bases}
-        config_like = is_dc or any(b.endswith(("Config", "Args", "Arguments", "BaseModel", "Settings")) for b in bases) \
+        config_like = (
+            is_dc
+            or any(b.endswith(("Config", "Args", "Arguments", "BaseModel", "Settings")) for b in bases)
             or node.name.lower().endswith(("config", "args", "arguments", "hparams", "settings"))
+        )
         if config_like:
             for stmt in node.body:
                 target: ast.expr | None = None
@@ -211,10 +259,15 @@ class _Visitor(ast.NodeVisitor):
                 if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
                     self._arg_defaults(stmt)
         if any(b.endswith(("Module", "LightningModule", "Model", "Layer")) for b in bases) and not re.search(
-                r"Data|Loader|Callback|Dataset|Sampler|Metric", node.name + " ".join(bases)):
+            r"Data|Loader|Callback|Dataset|Sampler|Metric", node.name + " ".join(bases)
+        ):
             self.f.model_classes.append((node.name, self.fname, self.where(node)))
-            for pat, kind in ((r"attention|transformer|gpt|bert", "transformer"), (r"unet|diffusion", "unet"),
-                              (r"gcn|gnn|graph", "gnn"), (r"lstm|rnn|gru", "rnn")):
+            for pat, kind in (
+                (r"attention|transformer|gpt|bert", "transformer"),
+                (r"unet|diffusion", "unet"),
+                (r"gcn|gnn|graph", "gnn"),
+                (r"lstm|rnn|gru", "rnn"),
+            ):
                 if re.search(pat, node.name, re.I):
                     self.f.layers[kind] += 1
         self.generic_visit(node)
@@ -224,7 +277,11 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(d, ast.Call):
                 name = _dotted(d.func)
                 kw = {k.arg: k.value for k in d.keywords if k.arg}
-                if name.endswith("hydra.main") or name == "main" and ("config_name" in kw or "config_path" in kw):
+                if (
+                    name.endswith("hydra.main")
+                    or name == "main"
+                    and ("config_name" in kw or "config_path" in kw)
+                ):
                     cp = kw.get("config_path")
                     cn = kw.get("config_name")
                     self.f.hydra = (
@@ -232,7 +289,9 @@ class _Visitor(ast.NodeVisitor):
                         cn.value if isinstance(cn, ast.Constant) and isinstance(cn.value, str) else None,
                     )
                 elif name.endswith(("click.option", "option")) and d.args:
-                    flags = [a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                    flags = [
+                        a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    ]
                     longs = [f for f in flags if f.startswith("--")] or flags
                     if longs and "default" in kw:
                         v = _value(kw["default"], self.f.constants)
@@ -250,7 +309,7 @@ class _Visitor(ast.NodeVisitor):
         args = node.args
         if not args.defaults:
             return
-        for a, dflt in zip(args.args[-len(args.defaults):], args.defaults, strict=False):
+        for a, dflt in zip(args.args[-len(args.defaults) :], args.defaults, strict=False):
             v = _value(dflt, self.f.constants)
             if v is not None and not isinstance(v, Ref):
                 self.f.defaults.setdefault(a.arg, (v, self.where(a)))
@@ -274,8 +333,12 @@ class _Visitor(ast.NodeVisitor):
         if op is not None:
             hit = isinstance(op, (ast.Div, ast.FloorDiv))
         else:
-            hit = any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv))
-                      and _dotted(n.left) == _dotted(target) for n in ast.walk(value))
+            hit = any(
+                isinstance(n, ast.BinOp)
+                and isinstance(n.op, (ast.Div, ast.FloorDiv))
+                and _dotted(n.left) == _dotted(target)
+                for n in ast.walk(value)
+            )
         if hit:
             self.f.hints.setdefault(f"divided:{leaf}", (True, self.where(target)))
 
@@ -338,7 +401,11 @@ class _Visitor(ast.NodeVisitor):
             self.f.hints.setdefault("rnn_layer", (last, self.where(node)))
             if isinstance(v, Ref) or (isinstance(v, int) and not isinstance(v, bool) and v > 0):
                 self.f.hints.setdefault("rnn_units", (v, self.where(node)))
-        elif isinstance(v, int) and not isinstance(v, bool) and v > max(1, self.f.hints.get("dense_units", (0, ""))[0]):
+        elif (
+            isinstance(v, int)
+            and not isinstance(v, bool)
+            and v > max(1, self.f.hints.get("dense_units", (0, ""))[0])
+        ):
             self.f.hints["dense_units"] = (v, self.where(node))  # the widest dense layer written literally
 
     def _config_template(self, last: str, arg: ast.expr) -> None:
@@ -361,7 +428,7 @@ class _Visitor(ast.NodeVisitor):
         if not isinstance(ref, Ref):
             return
         prefix = "".join(str(p.value) for p in parts[:i] if isinstance(p, ast.Constant))
-        suffix = "".join(str(p.value) for p in parts[i + 1:] if isinstance(p, ast.Constant))
+        suffix = "".join(str(p.value) for p in parts[i + 1 :] if isinstance(p, ast.Constant))
         if last == "import_module" and not suffix:
             self.f.config_templates.append((prefix.replace(".", "/"), ref, ".py"))
         elif re.search(r"\.(ya?ml|json|toml|py)$", suffix):
@@ -375,7 +442,11 @@ class _Visitor(ast.NodeVisitor):
         if last in _ARGPARSE_ADD:
             flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             dest_node = kw.get("dest")
-            dest = dest_node.value if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str) else None
+            dest = (
+                dest_node.value
+                if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str)
+                else None
+            )
             if dest is None and flags:
                 longs = [f for f in flags if f.startswith("--")]
                 dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
@@ -392,17 +463,25 @@ class _Visitor(ast.NodeVisitor):
                     if v is not None and not isinstance(v, Ref):
                         self.f.defaults.setdefault(dest, (v, self.where(node)))
                 act = kw.get("action")
-                if isinstance(act, ast.Constant) and act.value in ("store_true", "store_false") and "default" not in kw:
+                if (
+                    isinstance(act, ast.Constant)
+                    and act.value in ("store_true", "store_false")
+                    and "default" not in kw
+                ):
                     self.f.defaults.setdefault(dest, (act.value == "store_false", self.where(node)))
                 for f in flags:
                     if f.startswith("-") and f.lstrip("-").replace("-", "_") != dest:
-                        self.f.hints.setdefault(f"alias:{f.lstrip('-').replace('-', '_')}", (dest, self.where(node)))
+                        self.f.hints.setdefault(
+                            f"alias:{f.lstrip('-').replace('-', '_')}", (dest, self.where(node))
+                        )
         elif last in _LAYER_HINTS:
             self.f.layers[_LAYER_HINTS[last]] += 1
             self._layer_params(last, node)
             self._layer_width(last, node, kw)
         lib, cls = self.tabular.get(last) or (self.tabular.get(name.split(".")[0], ("", ""))[0], last)
-        if lib and (re.search(r"[a-z](Classifier|Regressor|Ranker)$", cls) or (cls == "train" and lib != "sklearn")):
+        if lib and (
+            re.search(r"[a-z](Classifier|Regressor|Ranker)$", cls) or (cls == "train" and lib != "sklearn")
+        ):
             est = re.sub(r"(Classifier|Regressor|Ranker)$", "", cls) if cls != "train" else lib
             est = _TABULAR.get(est.lower(), re.sub(r"(?<=[a-z])(?=[A-Z])", "_", est).lower())
             self.f.hints.setdefault("estimator", (est, f"{self.where(node)} {name}(...)"))  # -> random_forest
@@ -425,7 +504,9 @@ class _Visitor(ast.NodeVisitor):
             self.f.hints.setdefault("optimizer", (last, self.where(node)))
         # model from a name: from_pretrained("gpt2"), timm.create_model("vit_base"), models.resnet50()
         if _MODEL_FACTORIES.search(name) or name.startswith(("torchvision.models.", "models.")):
-            arg0 = node.args[0] if node.args else kw.get("model_name") or kw.get("pretrained_model_name_or_path")
+            arg0 = (
+                node.args[0] if node.args else kw.get("model_name") or kw.get("pretrained_model_name_or_path")
+            )
             v = _value(arg0, self.f.constants) if arg0 is not None else None
             if isinstance(v, (str, Ref)):
                 self.f.hints.setdefault("model_ref", (v, self.where(node)))
@@ -435,10 +516,14 @@ class _Visitor(ast.NodeVisitor):
             if re.search(pat, name):
                 self.f.hints.setdefault("task", (task, self.where(node)))
         if last == "load_dataset" and node.args:
-            parts = tuple(p for p in (_value(a, self.f.constants) for a in node.args[:2]) if isinstance(p, (str, Ref)))
+            parts = tuple(
+                p for p in (_value(a, self.f.constants) for a in node.args[:2]) if isinstance(p, (str, Ref))
+            )
             if parts:  # names, or variables resolved later: load_dataset(args.dataset_name, args.dataset_config_name)
                 self.f.hints.setdefault("dataset", (parts if len(parts) > 1 else parts[0], self.where(node)))
-        if re.search(r"(^|\.)datasets\.[A-Z][A-Za-z0-9]+$", name) or re.search(r"keras\.datasets\.\w+\.load_data$", name):
+        if re.search(r"(^|\.)datasets\.[A-Z][A-Za-z0-9]+$", name) or re.search(
+            r"keras\.datasets\.\w+\.load_data$", name
+        ):
             ds = last if last != "load_data" else name.split(".")[-2]
             self.f.hints.setdefault("dataset", (ds.lower(), self.where(node)))
         elif last[:1].isupper() and len(last) <= 24 and dataset_size(last)[1] is not None:
@@ -451,7 +536,11 @@ class _Visitor(ast.NodeVisitor):
         if node.args:
             self._config_template(last, node.args[0])
         for a in [*node.args[:2], *kw.values()]:  # any call given a config file name reads it
-            if isinstance(a, ast.Constant) and isinstance(a.value, str) and re.search(r"\.(ya?ml|json|toml)$", a.value):
+            if (
+                isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and re.search(r"\.(ya?ml|json|toml)$", a.value)
+            ):
                 self.f.config_literals.append(a.value)
         for k, v in kw.items():
             self.f.call_kwargs.append((name, k, _value(v, self.f.constants), self.where(node)))

@@ -61,7 +61,7 @@ def split_statements(text: str) -> list[str]:
             quote = c
             buf.append(c)
         elif c == "\\" and i + 1 < n:
-            buf.append(text[i:i + 2])
+            buf.append(text[i : i + 2])
             i += 1
         elif c == "#" and (not buf or buf[-1][-1:].isspace() or buf[-1] in (";", "(")):
             while i < n and text[i] != "\n":
@@ -75,8 +75,12 @@ def split_statements(text: str) -> list[str]:
             buf.append(c)
         elif depth == 0 and (c == "\n" or c == ";"):
             flush()
-        elif depth == 0 and c in "&|" and not (c == "&" and (text[i - 1:i] in "<>" and i > 0 or text[i + 1:i + 2] == ">")):
-            if text[i:i + 2] in ("&&", "||"):
+        elif (
+            depth == 0
+            and c in "&|"
+            and not (c == "&" and (text[i - 1 : i] in "<>" and i > 0 or text[i + 1 : i + 2] == ">"))
+        ):
+            if text[i : i + 2] in ("&&", "||"):
                 i += 1
             flush()
         else:
@@ -86,15 +90,23 @@ def split_statements(text: str) -> list[str]:
     return out
 
 
-_DIRNAME = re.compile(r"""\$\(\s*(?:cd\s+["']?)?\$?\(?\s*dirname\s+["']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)["']?\s*\)?"""
-                      r"""(?:["']?\s*(?:&&|;)\s*pwd\s*)?\)""")
+_DIRNAME = re.compile(
+    r"""\$\(\s*(?:cd\s+["']?)?\$?\(?\s*dirname\s+["']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)["']?\s*\)?"""
+    r"""(?:["']?\s*(?:&&|;)\s*pwd\s*)?\)"""
+)
 _ARITH = re.compile(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)")
 _SUBST = re.compile(r"\$\([^()]*\)|`[^`]*`")
-_VAR = re.compile(r"\$\{(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|@|\*)(\[[^\]]*\])?(?::?([-=+?])([^}]*)|:(\d+)(?::(\d+))?)?\}"
-                  r"|\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?!$])")
+_VAR = re.compile(
+    r"\$\{(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|@|\*)(\[[^\]]*\])?(?::?([-=+?])([^}]*)|:(\d+)(?::(\d+))?)?\}"
+    r"|\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?!$])"
+)
 _OPS: dict[type, Callable[[int, int], int]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.floordiv,
+    ast.Mod: operator.mod,
 }
 
 
@@ -106,7 +118,11 @@ def _arith(expr: str) -> str | None:
         return None
 
     def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int)
+            and not isinstance(node.value, bool)
+        ):
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             left, right = ev(node.left), ev(node.right)
@@ -145,13 +161,15 @@ def _lookup(m: re.Match[str], st: ShellState) -> list[str] | str | None:
         items = list(st.positional) if name in ("@", "*") else list(st.arrays[name])
         if offset is not None:
             start = int(offset) - (1 if name in ("@", "*") else 0)
-            items = items[max(0, start):]
+            items = items[max(0, start) :]
             if count is not None:
-                items = items[:int(count)]
+                items = items[: int(count)]
         return str(len(items)) if length else items
     if name.isdigit():
         k = int(name)
-        val: str | None = st.positional[k - 1] if 0 < k <= len(st.positional) else ("" if k else st.script_dir + "/script")
+        val: str | None = (
+            st.positional[k - 1] if 0 < k <= len(st.positional) else ("" if k else st.script_dir + "/script")
+        )
     elif name in st.arrays and index not in (None, "[0]"):
         m_idx = re.fullmatch(r"\[(\d+)\]", index or "")
         arr = st.arrays[name]
@@ -172,8 +190,15 @@ def _lookup(m: re.Match[str], st: ShellState) -> list[str] | str | None:
 def _expand_text(text: str, st: ShellState) -> str:
     """Expand `$...` in `text`, quoting values so that a later `shlex.split` splits words like the shell."""
     text = _DIRNAME.sub(lambda _m: st.script_dir, text)
-    text = _ARITH.sub(lambda m: _arith(_expand_text(m.group(1), ShellState(st.env, st.arrays, st.positional,
-                                                                               st.script_dir, False))) or "", text)
+    text = _ARITH.sub(
+        lambda m: (
+            _arith(
+                _expand_text(m.group(1), ShellState(st.env, st.arrays, st.positional, st.script_dir, False))
+            )
+            or ""
+        ),
+        text,
+    )
     text = _SUBST.sub("", text)
     out: list[str] = []
     size = 0
@@ -188,7 +213,7 @@ def _expand_text(text: str, st: ShellState) -> str:
             i += 1
             continue
         if c == "\\" and i + 1 < len(text):
-            out.append(text[i:i + 2])
+            out.append(text[i : i + 2])
             i += 2
             continue
         if c in "'\"":
@@ -231,7 +256,9 @@ def expand_words(statement: str, st: ShellState) -> list[str]:
     return [w for w in words if w != ""]
 
 
-_ASSIGN = re.compile(r"""^(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=""")
+_ASSIGN = re.compile(
+    r"""^(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_][A-Za-z0-9_]*)(\+?)="""
+)
 
 
 def assignment(statement: str, st: ShellState) -> bool:
@@ -240,17 +267,19 @@ def assignment(statement: str, st: ShellState) -> bool:
     if m is None:
         return False
     name, append = m.group(1), bool(m.group(2))
-    rest = statement[m.end():]
+    rest = statement[m.end() :]
     if rest.startswith("("):
         if not rest.rstrip().endswith(")"):
             return False
         items = expand_words(rest.strip()[1:-1], st)
-        st.arrays[name] = ((st.arrays.get(name, []) if append else []) + items)[:_MAX_EXPANSION // 10]
+        st.arrays[name] = ((st.arrays.get(name, []) if append else []) + items)[: _MAX_EXPANSION // 10]
         st.env.pop(name, None)
         return True
     try:
-        words = shlex.split(_expand_text(rest, ShellState(st.env, st.arrays, st.positional, st.script_dir, False)),
-                            comments=True)
+        words = shlex.split(
+            _expand_text(rest, ShellState(st.env, st.arrays, st.positional, st.script_dir, False)),
+            comments=True,
+        )
     except ValueError:
         return False
     if len(words) > 1:

@@ -93,7 +93,9 @@ def _unit_query(v: np.ndarray) -> np.ndarray:
     return out
 
 
-def _checked_vectors(records: Sequence[JobRecord], vectors: np.ndarray, dim: int | None, where: str) -> np.ndarray:
+def _checked_vectors(
+    records: Sequence[JobRecord], vectors: np.ndarray, dim: int | None, where: str
+) -> np.ndarray:
     """Unit-length rows, one per record, of the store's dimension (any store's `add`)."""
     vecs = normalize_rows(vectors)
     if vecs.ndim != 2 or len(vecs) != len(records):
@@ -177,18 +179,59 @@ CREATE INDEX IF NOT EXISTS jobs_user ON jobs(user);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS extractions (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_COLS = ("job_id", "duration_s", "submit_time", "status", "n_gpus", "n_nodes", "gpu_model", "user", "name",
-         "code_dir", "command", "config_files", "metadata", "size", "text")
+_COLS = (
+    "job_id",
+    "duration_s",
+    "submit_time",
+    "status",
+    "n_gpus",
+    "n_nodes",
+    "gpu_model",
+    "user",
+    "name",
+    "code_dir",
+    "command",
+    "config_files",
+    "metadata",
+    "size",
+    "text",
+)
 
 
 def _row_to_record(row: Sequence[Any]) -> JobRecord:
-    (job_id, duration_s, submit_time, status, n_gpus, n_nodes, gpu_model, user, name, code_dir, command,
-     config_files, metadata, size, text) = row
+    (
+        job_id,
+        duration_s,
+        submit_time,
+        status,
+        n_gpus,
+        n_nodes,
+        gpu_model,
+        user,
+        name,
+        code_dir,
+        command,
+        config_files,
+        metadata,
+        size,
+        text,
+    ) = row
     meta = WorkloadMetadata.model_validate_json(metadata) if metadata else None
     return JobRecord(
-        job_id=job_id, duration_s=duration_s, submit_time=submit_time, status=status, n_gpus=n_gpus,
-        n_nodes=n_nodes, gpu_model=gpu_model, user=user, name=name, code_dir=code_dir, command=command,
-        config_files=tuple(json.loads(config_files or "[]")), metadata=meta, size=json.loads(size or "{}"),
+        job_id=job_id,
+        duration_s=duration_s,
+        submit_time=submit_time,
+        status=status,
+        n_gpus=n_gpus,
+        n_nodes=n_nodes,
+        gpu_model=gpu_model,
+        user=user,
+        name=name,
+        code_dir=code_dir,
+        command=command,
+        config_files=tuple(json.loads(config_files or "[]")),
+        metadata=meta,
+        size=json.loads(size or "{}"),
         text=text or "",
     )
 
@@ -196,7 +239,9 @@ def _row_to_record(row: Sequence[Any]) -> JobRecord:
 class SqliteHistoryStore:
     """One SQLite file of jobs + a derived usearch HNSW index (`<file>.usearch`)."""
 
-    def __init__(self, path: str | Path, *, embedder_name: str | None = None, exact_below: int = EXACT_BELOW) -> None:
+    def __init__(
+        self, path: str | Path, *, embedder_name: str | None = None, exact_below: int = EXACT_BELOW
+    ) -> None:
         self.path = Path(path)
         self.index_path = self.path.with_name(self.path.name + ".usearch")
         self.exact_below = exact_below
@@ -217,7 +262,8 @@ class SqliteHistoryStore:
         if embedder_name and stored and stored != embedder_name:
             raise ConfigError(
                 f"{self.path}: history was embedded with '{stored}', not '{embedder_name}'; "
-                "use the same embedder or a new store")
+                "use the same embedder or a new store"
+            )
         self._embedder_name = embedder_name
 
     # -- metadata ---------------------------------------------------------------------------
@@ -232,8 +278,10 @@ class SqliteHistoryStore:
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock, self._db:
-            self._db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                             (key, value))
+            self._db.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, value),
+            )
 
     def get_extraction(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM extractions WHERE key=?", (key,)).fetchone()
@@ -252,25 +300,47 @@ class SqliteHistoryStore:
         vecs = _checked_vectors(records, vectors, dim, str(self.path))
         rows = []
         for r, v in zip(records, vecs, strict=True):
-            rows.append((
-                r.job_id, r.duration_s, r.submit_time, r.status, r.n_gpus, r.n_nodes, r.gpu_model, r.user, r.name,
-                r.code_dir, r.command, json.dumps(list(r.config_files)),
-                r.metadata.model_dump_json() if r.metadata else None, json.dumps(r.size), r.text,
-                v.astype(np.float32).tobytes(),
-            ))
+            rows.append(
+                (
+                    r.job_id,
+                    r.duration_s,
+                    r.submit_time,
+                    r.status,
+                    r.n_gpus,
+                    r.n_nodes,
+                    r.gpu_model,
+                    r.user,
+                    r.name,
+                    r.code_dir,
+                    r.command,
+                    json.dumps(list(r.config_files)),
+                    r.metadata.model_dump_json() if r.metadata else None,
+                    json.dumps(r.size),
+                    r.text,
+                    v.astype(np.float32).tobytes(),
+                )
+            )
         with self._lock, self._db:
             if dim is None:
-                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('dim', ?)", (str(vecs.shape[1]),))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('dim', ?)", (str(vecs.shape[1]),)
+                )
                 if self._embedder_name:
-                    self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('embedder', ?)",
-                                     (self._embedder_name,))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES('embedder', ?)",
+                        (self._embedder_name,),
+                    )
             placeholders = ",".join("?" * (len(_COLS) + 1))
             self._db.executemany(
                 f"INSERT INTO jobs({','.join(_COLS)}, embedding) VALUES({placeholders}) "
-                "ON CONFLICT(job_id) DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in (*_COLS[1:], "embedding")),
-                rows)
-            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('version', "
-                             "CAST(COALESCE((SELECT value FROM meta WHERE key='version'), 0) + 1 AS TEXT))")
+                "ON CONFLICT(job_id) DO UPDATE SET "
+                + ", ".join(f"{c}=excluded.{c}" for c in (*_COLS[1:], "embedding")),
+                rows,
+            )
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('version', "
+                "CAST(COALESCE((SELECT value FROM meta WHERE key='version'), 0) + 1 AS TEXT))"
+            )
             if self._index is not None:
                 self._update_index([r.job_id for r in records], vecs)
         self._exact = None
@@ -280,7 +350,7 @@ class SqliteHistoryStore:
         """Add new or replaced rows to the loaded HNSW index (saved later by flush_index/close)."""
         rowid_of: dict[str, int] = {}
         for i in range(0, len(job_ids), 500):
-            chunk = list(job_ids[i:i + 500])
+            chunk = list(job_ids[i : i + 500])
             q = f"SELECT job_id, rowid FROM jobs WHERE job_id IN ({','.join('?' * len(chunk))})"
             rowid_of.update({str(j): int(r) for j, r in self._db.execute(q, chunk)})
         last: dict[int, np.ndarray] = {}
@@ -321,7 +391,7 @@ class SqliteHistoryStore:
         out: dict[int, JobRecord] = {}
         ids = [int(r) for r in rowids]
         for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+            chunk = ids[i : i + 500]
             q = f"SELECT rowid, {','.join(_COLS)} FROM jobs WHERE rowid IN ({','.join('?' * len(chunk))})"
             for row in self._db.execute(q, chunk):
                 out[int(row[0])] = _row_to_record(row[1:])
@@ -347,7 +417,7 @@ class SqliteHistoryStore:
         i = 0
         for k, v in self._vector_chunks():
             m = min(len(k), n - i)
-            keys[i:i + m], vecs[i:i + m] = k[:m], v[:m]
+            keys[i : i + m], vecs[i : i + m] = k[:m], v[:m]
             i += m
         return keys[:i], vecs[:i]
 
@@ -356,8 +426,9 @@ class SqliteHistoryStore:
         dim = self.dim or 0
         last = -1
         while True:
-            rows = self._db.execute("SELECT rowid, embedding FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                    (last, size)).fetchall()
+            rows = self._db.execute(
+                "SELECT rowid, embedding FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, size)
+            ).fetchall()
             if not rows:
                 return
             keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
@@ -387,8 +458,13 @@ class SqliteHistoryStore:
                     return index
             except (RuntimeError, ValueError, OSError):
                 pass  # a damaged cache: rebuild it
-        index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=96, expansion_search=64)
-        for keys, vecs in self._vector_chunks():  # in chunks: a 1M-job build no longer holds every vector twice
+        index = Index(
+            ndim=dim, metric="cos", dtype="f16", connectivity=16, expansion_add=96, expansion_search=64
+        )
+        for (
+            keys,
+            vecs,
+        ) in self._vector_chunks():  # in chunks: a 1M-job build no longer holds every vector twice
             index.add(keys, vecs, log=False, threads=os.cpu_count() or 1)
         self._index = index
         self._index_dirty = True
@@ -412,7 +488,10 @@ class SqliteHistoryStore:
             else:
                 index = self._ensure_index()
                 matches = index.search(q, min(k, n))
-                pairs = [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances, strict=True)]
+                pairs = [
+                    (int(key), 1.0 - float(dist))
+                    for key, dist in zip(matches.keys, matches.distances, strict=True)
+                ]
         recs = self._get_rows([p[0] for p in pairs])
         return [Neighbor(recs[key], sim) for key, sim in pairs if key in recs and math.isfinite(sim)]
 

@@ -47,10 +47,21 @@ _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 # column types, keyed by the SQLite store's columns so a new JobRecord column fails loudly here
 _TYPES = {
-    "job_id": "text NOT NULL UNIQUE", "duration_s": "double precision", "submit_time": "double precision",
-    "status": "text", "n_gpus": "integer", "n_nodes": "integer", "gpu_model": "text", "user": "text",
-    "name": "text", "code_dir": "text", "command": "text", "config_files": "jsonb", "metadata": "jsonb",
-    "size": "jsonb", "text": "text",
+    "job_id": "text NOT NULL UNIQUE",
+    "duration_s": "double precision",
+    "submit_time": "double precision",
+    "status": "text",
+    "n_gpus": "integer",
+    "n_nodes": "integer",
+    "gpu_model": "text",
+    "user": "text",
+    "name": "text",
+    "code_dir": "text",
+    "command": "text",
+    "config_files": "jsonb",
+    "metadata": "jsonb",
+    "size": "jsonb",
+    "text": "text",
 }
 if set(_TYPES) != set(_COLS):
     raise ImportError("store_pg._TYPES is out of step with store._COLS")
@@ -70,7 +81,9 @@ def redact_url(url: str) -> str:
         if "@" in netloc:
             user, host = netloc.rsplit("@", 1)
             netloc = f"{user.split(':', 1)[0]}@{host}"
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+        query = urlencode(
+            [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"]
+        )
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:
         return url.split("://", 1)[0] + "://(unparsable URL)"
@@ -119,7 +132,9 @@ class PgvectorHistoryStore:
             raise ConfigError(f"{self.url}: not a PostgreSQL URL ({exc})") from None
         self.schema = schema or url_schema or DEFAULT_SCHEMA
         if not _SCHEMA_NAME.match(self.schema):
-            raise ConfigError(f"{self.url}: schema {self.schema!r} must be a plain identifier (letters, digits, _)")
+            raise ConfigError(
+                f"{self.url}: schema {self.schema!r} must be a plain identifier (letters, digits, _)"
+            )
         self.exact_below = exact_below
         self.ef_search = max(1, ef_search)
         self._lock = threading.RLock()
@@ -129,8 +144,10 @@ class PgvectorHistoryStore:
             import psycopg
             from pgvector.psycopg import register_vector
         except ImportError:
-            raise ConfigError(f"{self.url}: a PostgreSQL history store needs psycopg and pgvector: "
-                              "pip install 'schedmate[postgres]'") from None
+            raise ConfigError(
+                f"{self.url}: a PostgreSQL history store needs psycopg and pgvector: "
+                "pip install 'schedmate[postgres]'"
+            ) from None
         self._pg = psycopg
         secret = urlsplit(conninfo).password
         try:
@@ -157,7 +174,8 @@ class PgvectorHistoryStore:
             self._db.close()
             raise ConfigError(
                 f"{self.url} (schema {self.schema}): history was embedded with '{stored}', not "
-                f"'{embedder_name}'; use the same embedder or a new store")
+                f"'{embedder_name}'; use the same embedder or a new store"
+            )
         self._embedder_name = embedder_name
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -169,7 +187,9 @@ class PgvectorHistoryStore:
         except self._pg.OperationalError as exc:
             raise BackendUnavailable(f"{self.url}: PostgreSQL: {_one_line(exc, None)}") from None
         except self._pg.Error as exc:
-            raise BackendError(f"{self.url} (schema {self.schema}): PostgreSQL: {_one_line(exc, None)}") from None
+            raise BackendError(
+                f"{self.url} (schema {self.schema}): PostgreSQL: {_one_line(exc, None)}"
+            ) from None
 
     def _t(self, table: str) -> sql.Composable:
         from psycopg import sql
@@ -179,46 +199,73 @@ class PgvectorHistoryStore:
     def _ensure_extension(self) -> None:
         row = self._db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         if row is None:
-            available = self._db.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+            available = self._db.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
             if available is None:
-                raise ConfigError(f"{self.url}: the server has no pgvector extension ('vector'); install pgvector "
-                                  "on the database server (.ci/provision_pgvector.sh shows how)")
+                raise ConfigError(
+                    f"{self.url}: the server has no pgvector extension ('vector'); install pgvector "
+                    "on the database server (.ci/provision_pgvector.sh shows how)"
+                )
             try:
                 self._db.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except self._pg.Error as exc:
-                raise ConfigError(f"{self.url}: extension 'vector' is not enabled in this database and cannot be "
-                                  f"created ({_one_line(exc, None)}); run `CREATE EXTENSION vector` as a superuser"
-                                  ) from None
+                raise ConfigError(
+                    f"{self.url}: extension 'vector' is not enabled in this database and cannot be "
+                    f"created ({_one_line(exc, None)}); run `CREATE EXTENSION vector` as a superuser"
+                ) from None
             row = self._db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         version = tuple(int(x) for x in re.findall(r"\d+", str(row[0]))[:2]) if row else ()
         if version < _MIN_PGVECTOR:
-            raise ConfigError(f"{self.url}: pgvector {row[0] if row else '?'} has no HNSW index; "
-                              "`ALTER EXTENSION vector UPDATE` to 0.5 or later")
+            raise ConfigError(
+                f"{self.url}: pgvector {row[0] if row else '?'} has no HNSW index; "
+                "`ALTER EXTENSION vector UPDATE` to 0.5 or later"
+            )
 
     def _create_tables(self) -> None:
         from psycopg import sql
 
-        cols = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_TYPES[c])) for c in _COLS)
+        cols = sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_TYPES[c])) for c in _COLS
+        )
         with self._lock, self._db.transaction():
             # concurrent first opens of one schema would race on CREATE ... IF NOT EXISTS
             self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"schedmate:{self.schema}",))
             self._db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
-            self._db.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (id bigserial PRIMARY KEY, {}, "
-                                     "embedding vector NOT NULL)").format(self._t("jobs"), cols))
-            self._db.execute(sql.SQL("CREATE INDEX IF NOT EXISTS jobs_user ON {} ({})").format(
-                self._t("jobs"), sql.Identifier("user")))
-            self._db.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text)").format(
-                self._t("meta")))
-            self._db.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)"
-                                     ).format(self._t("extractions")))
-            self._db.execute(sql.SQL("INSERT INTO {} (key, value) VALUES ('store_format', %s) "
-                                     "ON CONFLICT (key) DO NOTHING").format(self._t("meta")), (str(STORE_FORMAT),))
+            self._db.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (id bigserial PRIMARY KEY, {}, embedding vector NOT NULL)"
+                ).format(self._t("jobs"), cols)
+            )
+            self._db.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS jobs_user ON {} ({})").format(
+                    self._t("jobs"), sql.Identifier("user")
+                )
+            )
+            self._db.execute(
+                sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text)").format(
+                    self._t("meta")
+                )
+            )
+            self._db.execute(
+                sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(
+                    self._t("extractions")
+                )
+            )
+            self._db.execute(
+                sql.SQL(
+                    "INSERT INTO {} (key, value) VALUES ('store_format', %s) ON CONFLICT (key) DO NOTHING"
+                ).format(self._t("meta")),
+                (str(STORE_FORMAT),),
+            )
 
     def _check_format(self) -> None:
         found = self.get_meta("store_format")
         if found != str(STORE_FORMAT):
-            raise ConfigError(f"{self.url} (schema {self.schema}): store format {found}, this schedmate reads "
-                              f"format {STORE_FORMAT}; use another schema or the matching schedmate")
+            raise ConfigError(
+                f"{self.url} (schema {self.schema}): store format {found}, this schedmate reads "
+                f"format {STORE_FORMAT}; use another schema or the matching schedmate"
+            )
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -242,16 +289,22 @@ class PgvectorHistoryStore:
         from psycopg import sql
 
         with self._lock, self._errors():
-            row = self._db.execute(sql.SQL("SELECT value FROM {} WHERE key = %s").format(self._t(table)),
-                                   (key,)).fetchone()
+            row = self._db.execute(
+                sql.SQL("SELECT value FROM {} WHERE key = %s").format(self._t(table)), (key,)
+            ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
     def _put_kv(self, table: str, key: str, value: str) -> None:
         from psycopg import sql
 
         with self._lock, self._errors():
-            self._db.execute(sql.SQL("INSERT INTO {} (key, value) VALUES (%s, %s) ON CONFLICT (key) "
-                                     "DO UPDATE SET value = EXCLUDED.value").format(self._t(table)), (key, value))
+            self._db.execute(
+                sql.SQL(
+                    "INSERT INTO {} (key, value) VALUES (%s, %s) ON CONFLICT (key) "
+                    "DO UPDATE SET value = EXCLUDED.value"
+                ).format(self._t(table)),
+                (key, value),
+            )
 
     # -- writes -----------------------------------------------------------------------------
     def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int:
@@ -260,7 +313,9 @@ class PgvectorHistoryStore:
             return 0
         dim = self.dim
         vecs = _checked_vectors(records, vectors, dim, f"{self.url} (schema {self.schema})")
-        last: dict[str, int] = {r.job_id: i for i, r in enumerate(records)}  # a job given twice: the last wins
+        last: dict[str, int] = {
+            r.job_id: i for i, r in enumerate(records)
+        }  # a job given twice: the last wins
         with self._lock, self._errors(), self._db.transaction():
             if dim is None:
                 self._set_dim(int(vecs.shape[1]))
@@ -275,10 +330,15 @@ class PgvectorHistoryStore:
         stored = self.get_meta("dim")  # another writer may have been first
         if stored is not None:
             if int(stored) != dim:
-                raise ConfigError(f"{self.url} (schema {self.schema}): store holds {stored}-dim embeddings, got {dim}")
+                raise ConfigError(
+                    f"{self.url} (schema {self.schema}): store holds {stored}-dim embeddings, got {dim}"
+                )
             return
-        self._db.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})").format(
-            self._t("jobs"), sql.Literal(dim)))
+        self._db.execute(
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})").format(
+                self._t("jobs"), sql.Literal(dim)
+            )
+        )
         self.set_meta("dim", str(dim))
         if self._embedder_name:
             self.set_meta("embedder", self._embedder_name)
@@ -288,24 +348,46 @@ class PgvectorHistoryStore:
         from psycopg import sql
 
         cols = sql.SQL(", ").join(sql.Identifier(c) for c in (*_COLS, "embedding"))
-        self._db.execute(sql.SQL("CREATE TEMP TABLE _schedmate_stage ON COMMIT DROP AS "
-                                 "SELECT {} FROM {} WITH NO DATA").format(cols, self._t("jobs")))
+        self._db.execute(
+            sql.SQL(
+                "CREATE TEMP TABLE _schedmate_stage ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA"
+            ).format(cols, self._t("jobs"))
+        )
         with self._db.cursor().copy(sql.SQL("COPY _schedmate_stage ({}) FROM STDIN").format(cols)) as copy:
             for r, v in rows:
-                copy.write_row((
-                    r.job_id, r.duration_s, r.submit_time, r.status, r.n_gpus, r.n_nodes, r.gpu_model, r.user,
-                    r.name, r.code_dir, r.command, json.dumps(list(r.config_files)),
-                    r.metadata.model_dump_json() if r.metadata else None, json.dumps(r.size), r.text,
-                    v.astype(np.float32),
-                ))
-        updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c))
-                                     for c in (*_COLS[1:], "embedding"))
-        self._db.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM _schedmate_stage "
-                                 "ON CONFLICT (job_id) DO UPDATE SET {}").format(self._t("jobs"), cols, cols, updates))
+                copy.write_row(
+                    (
+                        r.job_id,
+                        r.duration_s,
+                        r.submit_time,
+                        r.status,
+                        r.n_gpus,
+                        r.n_nodes,
+                        r.gpu_model,
+                        r.user,
+                        r.name,
+                        r.code_dir,
+                        r.command,
+                        json.dumps(list(r.config_files)),
+                        r.metadata.model_dump_json() if r.metadata else None,
+                        json.dumps(r.size),
+                        r.text,
+                        v.astype(np.float32),
+                    )
+                )
+        updates = sql.SQL(", ").join(
+            sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in (*_COLS[1:], "embedding")
+        )
+        self._db.execute(
+            sql.SQL(
+                "INSERT INTO {} ({}) SELECT {} FROM _schedmate_stage ON CONFLICT (job_id) DO UPDATE SET {}"
+            ).format(self._t("jobs"), cols, cols, updates)
+        )
 
     def _has_index(self) -> bool:
-        row = self._db.execute("SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
-                               (self.schema, _INDEX)).fetchone()
+        row = self._db.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s", (self.schema, _INDEX)
+        ).fetchone()
         return row is not None
 
     def build_index(self) -> None:
@@ -323,15 +405,23 @@ class PgvectorHistoryStore:
             self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"schedmate:{self.schema}",))
             if not self._has_index():
                 n = self.count()
-                need_kb = int(n * (dim * 4 + 512) * 1.3 / 1024)  # the graph in memory: vectors + neighbour lists
-                row = self._db.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
-                                       ).fetchone()
+                need_kb = int(
+                    n * (dim * 4 + 512) * 1.3 / 1024
+                )  # the graph in memory: vectors + neighbour lists
+                row = self._db.execute(
+                    "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                ).fetchone()
                 if row and need_kb > int(row[0]):
-                    self._db.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
-                        sql.Literal(f"{min(need_kb, 2 << 20)}kB")))
-                self._db.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw "
-                                         "(embedding vector_cosine_ops)").format(sql.Identifier(_INDEX),
-                                                                                 self._t("jobs")))
+                    self._db.execute(
+                        sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                            sql.Literal(f"{min(need_kb, 2 << 20)}kB")
+                        )
+                    )
+                self._db.execute(
+                    sql.SQL(
+                        "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)"
+                    ).format(sql.Identifier(_INDEX), self._t("jobs"))
+                )
         self._indexed = True
 
     # -- reads ------------------------------------------------------------------------------
@@ -339,7 +429,9 @@ class PgvectorHistoryStore:
         from psycopg import sql
 
         return sql.SQL(", ").join(
-            sql.SQL("{}::text").format(sql.Identifier(c)) if c in _JSON_COLS else sql.Identifier(c) for c in _COLS)
+            sql.SQL("{}::text").format(sql.Identifier(c)) if c in _JSON_COLS else sql.Identifier(c)
+            for c in _COLS
+        )
 
     def count(self) -> int:
         from psycopg import sql
@@ -352,15 +444,18 @@ class PgvectorHistoryStore:
         from psycopg import sql
 
         with self._lock, self._errors():
-            row = self._db.execute(sql.SQL("SELECT {} FROM {} WHERE job_id = %s").format(
-                self._select(), self._t("jobs")), (job_id,)).fetchone()
+            row = self._db.execute(
+                sql.SQL("SELECT {} FROM {} WHERE job_id = %s").format(self._select(), self._t("jobs")),
+                (job_id,),
+            ).fetchone()
         return None if row is None else _row_to_record(row)
 
     def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
         from psycopg import sql
 
         q = sql.SQL("SELECT {} FROM {} WHERE {} = %s ORDER BY id DESC LIMIT %s").format(
-            self._select(), self._t("jobs"), sql.Identifier("user"))
+            self._select(), self._t("jobs"), sql.Identifier("user")
+        )
         with self._lock, self._errors():
             rows = self._db.execute(q, (user, limit)).fetchall()
         return [_row_to_record(r) for r in rows][::-1]
@@ -368,8 +463,9 @@ class PgvectorHistoryStore:
     def durations(self, limit: int = 100_000) -> list[float]:
         from psycopg import sql
 
-        q = sql.SQL("SELECT duration_s FROM {} WHERE duration_s IS NOT NULL ORDER BY id DESC LIMIT %s").format(
-            self._t("jobs"))
+        q = sql.SQL(
+            "SELECT duration_s FROM {} WHERE duration_s IS NOT NULL ORDER BY id DESC LIMIT %s"
+        ).format(self._t("jobs"))
         with self._lock, self._errors():
             return [float(r[0]) for r in self._db.execute(q, (limit,))]
 
@@ -377,8 +473,9 @@ class PgvectorHistoryStore:
         """Every record in insertion order, fetched a page at a time (keyset pagination)."""
         from psycopg import sql
 
-        q = sql.SQL("SELECT id, {} FROM {} WHERE id > %s ORDER BY id LIMIT %s").format(self._select(),
-                                                                                        self._t("jobs"))
+        q = sql.SQL("SELECT id, {} FROM {} WHERE id > %s ORDER BY id LIMIT %s").format(
+            self._select(), self._t("jobs")
+        )
         last = 0
         while True:
             with self._lock, self._errors():
@@ -403,13 +500,15 @@ class PgvectorHistoryStore:
         if self._large and not self._indexed:
             self.build_index()
         q = _unit_query(vector).astype(np.float32)
-        query = sql.SQL("SELECT {}, embedding <=> %(q)s FROM {} ORDER BY embedding <=> %(q)s LIMIT %(k)s").format(
-            self._select(), self._t("jobs"))
+        query = sql.SQL(
+            "SELECT {}, embedding <=> %(q)s FROM {} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
+        ).format(self._select(), self._t("jobs"))
         with self._lock, self._errors(), self._db.transaction():
             if self._large:
                 # the HNSW candidate list must be at least k long to return k rows
-                self._db.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    sql.Literal(max(self.ef_search, k))))
+                self._db.execute(
+                    sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(self.ef_search, k)))
+                )
             else:
                 self._db.execute("SET LOCAL enable_indexscan = off")  # exact: scan and sort
             rows = self._db.execute(query, {"q": q, "k": k}).fetchall()
@@ -430,7 +529,6 @@ class PgvectorHistoryStore:
 
         with self._lock, self._errors():
             self._db.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema)))
-
 
 
 if TYPE_CHECKING:  # the protocol is structural; this checks it statically

@@ -26,10 +26,25 @@ __all__ = ["Tool", "ToolError", "JobDirTools", "SKIP_DIRS"]
 
 ArgValue = str | int
 
-SKIP_DIRS: frozenset[str] = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "site-packages", "wandb",
-})
+SKIP_DIRS: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        "site-packages",
+        "wandb",
+    }
+)
 _BINARY_PROBE_BYTES = 8192
 _MAX_PATTERN_CHARS = 200
 _MAX_LINE_CHARS = 300  # per line shown by file_read / grep
@@ -67,7 +82,8 @@ class Tool:
     def describe(self) -> str:
         defaults = self.defaults()
         sig = ", ".join(
-            f"{n}: {t}" + (f" = {defaults[n]!r}" if n in defaults else "") for n, (t, _) in self.inputs.items()
+            f"{n}: {t}" + (f" = {defaults[n]!r}" if n in defaults else "")
+            for n, (t, _) in self.inputs.items()
         )
         lines = [f"- {self.name}({sig}): {self.description}"]
         lines += [f"    {n}: {d}" for n, (_, d) in self.inputs.items()]
@@ -76,7 +92,9 @@ class Tool:
     def _coerce(self, args: Mapping[str, object]) -> dict[str, ArgValue]:
         unknown = sorted(set(args) - set(self.inputs))
         if unknown:
-            raise ToolError(f"{self.name} got unknown argument(s) {', '.join(unknown)}; it takes {', '.join(self.inputs)}")
+            raise ToolError(
+                f"{self.name} got unknown argument(s) {', '.join(unknown)}; it takes {', '.join(self.inputs)}"
+            )
         defaults = self.defaults()
         out: dict[str, ArgValue] = {}
         for name, (kind, _) in self.inputs.items():
@@ -91,7 +109,9 @@ class Tool:
                 try:
                     out[name] = int(value)
                 except ValueError:
-                    raise ToolError(f"{self.name}: argument '{name}' must be an integer, got {value!r}") from None
+                    raise ToolError(
+                        f"{self.name}: argument '{name}' must be an integer, got {value!r}"
+                    ) from None
             else:
                 if isinstance(value, bool) or not isinstance(value, str | int):
                     raise ToolError(f"{self.name}: argument '{name}' must be a string")
@@ -143,25 +163,31 @@ class JobDirTools:
                     "file_tree",
                     "List the files and folders under a directory of the job (sizes in bytes; "
                     "'@' marks a symlink, which is not followed).",
-                    {"path": ("string", "directory relative to the job directory"),
-                     "depth": ("integer", f"how many levels to descend (1-{_MAX_DEPTH})")},
+                    {
+                        "path": ("string", "directory relative to the job directory"),
+                        "depth": ("integer", f"how many levels to descend (1-{_MAX_DEPTH})"),
+                    },
                     self.file_tree,
                 ),
                 Tool(
                     "file_read",
                     "Read lines of a text file of the job, numbered.",
-                    {"path": ("string", "file relative to the job directory"),
-                     "start_line": ("integer", "first line to show (1-based)"),
-                     "max_lines": ("integer", f"how many lines to show (at most {_MAX_READ_LINES})")},
+                    {
+                        "path": ("string", "file relative to the job directory"),
+                        "start_line": ("integer", "first line to show (1-based)"),
+                        "max_lines": ("integer", f"how many lines to show (at most {_MAX_READ_LINES})"),
+                    },
                     self.file_read,
                 ),
                 Tool(
                     "grep",
                     "Search text files of the job for a regular expression (case-insensitive); "
                     "shows path:line: text of matching lines.",
-                    {"pattern": ("string", "a Python regular expression or plain text"),
-                     "path": ("string", "file or directory to search, relative to the job directory"),
-                     "glob": ("string", "only files whose name matches this glob, e.g. *.py or *.yaml")},
+                    {
+                        "pattern": ("string", "a Python regular expression or plain text"),
+                        "path": ("string", "file or directory to search, relative to the job directory"),
+                        "glob": ("string", "only files whose name matches this glob, e.g. *.py or *.yaml"),
+                    },
                     self.grep,
                 ),
             )
@@ -191,7 +217,9 @@ class JobDirTools:
         if not path or "\x00" in path:
             raise ToolError("empty or invalid path")
         if os.path.isabs(path) or path.startswith("~") or re.match(r"^[A-Za-z]:", path):
-            raise ToolError(f"'{_clip(path, 80)}' is absolute; give a path relative to the job directory, e.g. '.'")
+            raise ToolError(
+                f"'{_clip(path, 80)}' is absolute; give a path relative to the job directory, e.g. '.'"
+            )
         try:
             resolved = (self.root / path).resolve()  # follows every symlink, at any level
         except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
@@ -244,7 +272,9 @@ class JobDirTools:
     def file_tree(self, path: str = ".", depth: int = 3) -> str:
         base = self.resolve(path)
         if not base.is_dir():
-            raise ToolError(f"'{_clip(path, 80)}' is not a directory" + ("" if base.exists() else " (not found)"))
+            raise ToolError(
+                f"'{_clip(path, 80)}' is not a directory" + ("" if base.exists() else " (not found)")
+            )
         depth = max(1, min(depth, _MAX_DEPTH))
         lines: list[str] = [f"{self._rel(base)}/"]
         shown = 0
@@ -348,8 +378,10 @@ class JobDirTools:
         try:
             rx = re.compile(pattern, re.IGNORECASE)
         except re.error as exc:
-            raise ToolError(f"invalid regular expression {pattern!r}: {exc}; escape special characters "
-                            "to search plain text") from None
+            raise ToolError(
+                f"invalid regular expression {pattern!r}: {exc}; escape special characters "
+                "to search plain text"
+            ) from None
         base = self.resolve(path)
         if not base.exists():
             raise ToolError(f"'{_clip(path, 80)}' not found")

@@ -29,54 +29,239 @@ __all__ = [
 
 # field -> key spellings (most specific first); the last dotted component is matched
 FIELD_KEYS: dict[str, tuple[str, ...]] = {
-    "epochs": ("num_train_epochs", "max_epochs", "num_epochs", "n_epochs", "epochs", "train_epochs",
-               "total_epochs", "epoch", "nepochs", "num_epoch", "max_epoch"),
-    "max_steps": ("max_steps", "total_timesteps", "total_steps", "max_iters", "max_iter", "num_steps", "train_steps",
-                  "training_steps", "num_iterations", "iterations", "iters", "n_steps", "steps",
-                  "total_iters", "num_iters", "train_iters", "n_iters", "max_updates", "num_updates",
-                  "num_train_steps", "max_train_steps", "max_update", "num_rounds", "num_boost_round",
-                  "n_estimators", "num_episodes", "episodes", "n_episodes", "updates"),
-    "global_batch_size": ("global_batch_size", "total_batch_size", "effective_batch_size", "train_batch_size",
-                          "ims_per_batch"),
-    "micro_batch_size": ("per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
-                         "batch_size_per_gpu", "per_gpu_train_batch_size", "batch_size", "batchsize", "bs",
-                         "batch", "mini_batch_size", "minibatch_size"),
-    "grad_accum_steps": ("gradient_accumulation_steps", "grad_accum_steps", "grad_accum", "accumulate_grad_batches",
-                         "accum_steps", "accumulation_steps", "gradient_accumulation",
-                         "update_freq"),
-    "dataset_size": ("num_train_samples", "max_train_samples", "max_samples", "train_samples", "num_samples", "n_samples",
-                     "dataset_size", "train_size", "n_train", "num_examples", "data_size", "samples",
-                     "num_train", "n_examples", "num_data", "n_data"),
+    "epochs": (
+        "num_train_epochs",
+        "max_epochs",
+        "num_epochs",
+        "n_epochs",
+        "epochs",
+        "train_epochs",
+        "total_epochs",
+        "epoch",
+        "nepochs",
+        "num_epoch",
+        "max_epoch",
+    ),
+    "max_steps": (
+        "max_steps",
+        "total_timesteps",
+        "total_steps",
+        "max_iters",
+        "max_iter",
+        "num_steps",
+        "train_steps",
+        "training_steps",
+        "num_iterations",
+        "iterations",
+        "iters",
+        "n_steps",
+        "steps",
+        "total_iters",
+        "num_iters",
+        "train_iters",
+        "n_iters",
+        "max_updates",
+        "num_updates",
+        "num_train_steps",
+        "max_train_steps",
+        "max_update",
+        "num_rounds",
+        "num_boost_round",
+        "n_estimators",
+        "num_episodes",
+        "episodes",
+        "n_episodes",
+        "updates",
+    ),
+    "global_batch_size": (
+        "global_batch_size",
+        "total_batch_size",
+        "effective_batch_size",
+        "train_batch_size",
+        "ims_per_batch",
+    ),
+    "micro_batch_size": (
+        "per_device_train_batch_size",
+        "micro_batch_size",
+        "train_micro_batch_size_per_gpu",
+        "batch_size_per_gpu",
+        "per_gpu_train_batch_size",
+        "batch_size",
+        "batchsize",
+        "bs",
+        "batch",
+        "mini_batch_size",
+        "minibatch_size",
+    ),
+    "grad_accum_steps": (
+        "gradient_accumulation_steps",
+        "grad_accum_steps",
+        "grad_accum",
+        "accumulate_grad_batches",
+        "accum_steps",
+        "accumulation_steps",
+        "gradient_accumulation",
+        "update_freq",
+    ),
+    "dataset_size": (
+        "num_train_samples",
+        "max_train_samples",
+        "max_samples",
+        "train_samples",
+        "num_samples",
+        "n_samples",
+        "dataset_size",
+        "train_size",
+        "n_train",
+        "num_examples",
+        "data_size",
+        "samples",
+        "num_train",
+        "n_examples",
+        "num_data",
+        "n_data",
+    ),
     "max_samples": ("total_samples", "train_num_samples"),
-    "seq_len": ("max_seq_length", "max_seq_len", "seq_len", "seq_length", "sequence_length", "block_size",
-                "context_length", "max_length", "n_ctx", "ctx_len", "max_source_length", "context_len",
-                "sequence_len", "cutoff_len", "tokens_per_sample", "bptt", "max_sequence_length", "maxlen", "max_len",
-                "max_input_length", "output_sequence_length"),
-    "image_size": ("image_size", "img_size", "resolution", "input_size", "crop_size", "image_res", "imsize", "imgsz",
-                   "train_crop_size"),
+    "seq_len": (
+        "max_seq_length",
+        "max_seq_len",
+        "seq_len",
+        "seq_length",
+        "sequence_length",
+        "block_size",
+        "context_length",
+        "max_length",
+        "n_ctx",
+        "ctx_len",
+        "max_source_length",
+        "context_len",
+        "sequence_len",
+        "cutoff_len",
+        "tokens_per_sample",
+        "bptt",
+        "max_sequence_length",
+        "maxlen",
+        "max_len",
+        "max_input_length",
+        "output_sequence_length",
+    ),
+    "image_size": (
+        "image_size",
+        "img_size",
+        "resolution",
+        "input_size",
+        "crop_size",
+        "image_res",
+        "imsize",
+        "imgsz",
+        "train_crop_size",
+    ),
     "learning_rate": ("learning_rate", "lr", "base_lr", "max_lr", "init_lr"),
     "optimizer": ("optimizer", "optim", "opt", "optimizer_name", "optimizer_type"),
     "precision": ("precision", "mixed_precision", "dtype", "amp_dtype", "compute_dtype", "torch_dtype"),
-    "model_name": ("model_name_or_path", "model_name", "pretrained_model_name_or_path", "base_model", "model", "arch",
-                   "architecture", "model_type", "backbone", "network", "net", "model_arch", "encoder", "meta_architecture",
-                   "estimator", "estimator_name", "classifier", "regressor", "algo"),
-    "dataset": ("dataset_name", "dataset", "data_name", "task_name", "train_file", "data_path", "dataset_path",
-                "data_dir", "data", "train_data", "corpus"),
-    "n_gpus": ("num_gpus", "n_gpus", "ngpus", "gpus", "n_gpu", "nproc_per_node", "num_processes", "devices",
-               "gpus_per_node", "world_size"),
+    "model_name": (
+        "model_name_or_path",
+        "model_name",
+        "pretrained_model_name_or_path",
+        "base_model",
+        "model",
+        "arch",
+        "architecture",
+        "model_type",
+        "backbone",
+        "network",
+        "net",
+        "model_arch",
+        "encoder",
+        "meta_architecture",
+        "estimator",
+        "estimator_name",
+        "classifier",
+        "regressor",
+        "algo",
+    ),
+    "dataset": (
+        "dataset_name",
+        "dataset",
+        "data_name",
+        "task_name",
+        "train_file",
+        "data_path",
+        "dataset_path",
+        "data_dir",
+        "data",
+        "train_data",
+        "corpus",
+    ),
+    "n_gpus": (
+        "num_gpus",
+        "n_gpus",
+        "ngpus",
+        "gpus",
+        "n_gpu",
+        "nproc_per_node",
+        "num_processes",
+        "devices",
+        "gpus_per_node",
+        "world_size",
+    ),
     "n_nodes": ("nnodes", "num_nodes"),
     "zero_stage": ("zero_stage", "stage"),
-    "tensor_parallel": ("tensor_model_parallel_size", "tensor_parallel_size", "tp_size", "tensor_parallel", "tp"),
-    "pipeline_parallel": ("pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size", "pipeline_parallel", "pp"),
+    "tensor_parallel": (
+        "tensor_model_parallel_size",
+        "tensor_parallel_size",
+        "tp_size",
+        "tensor_parallel",
+        "tp",
+    ),
+    "pipeline_parallel": (
+        "pipeline_model_parallel_size",
+        "pipeline_parallel_size",
+        "pp_size",
+        "pipeline_parallel",
+        "pp",
+    ),
 }
 
 # size knobs that do not map to a field but drive the parameter count
 SIZE_KEYS: dict[str, tuple[str, ...]] = {
-    "width": ("n_embd", "hidden_size", "d_model", "hidden_dim", "embed_dim", "emb_dim", "embedding_dim",
-              "dim", "width", "hidden", "n_hidden", "hidden_units", "units", "channels", "base_channels",
-              "num_channels", "model_dim", "d_hidden", "nhid", "filters", "num_filters", "ch"),
-    "depth": ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "layers", "nlayers",
-              "num_blocks", "n_blocks", "blocks", "num_encoder_layers"),
+    "width": (
+        "n_embd",
+        "hidden_size",
+        "d_model",
+        "hidden_dim",
+        "embed_dim",
+        "emb_dim",
+        "embedding_dim",
+        "dim",
+        "width",
+        "hidden",
+        "n_hidden",
+        "hidden_units",
+        "units",
+        "channels",
+        "base_channels",
+        "num_channels",
+        "model_dim",
+        "d_hidden",
+        "nhid",
+        "filters",
+        "num_filters",
+        "ch",
+    ),
+    "depth": (
+        "n_layer",
+        "n_layers",
+        "num_layers",
+        "num_hidden_layers",
+        "depth",
+        "layers",
+        "nlayers",
+        "num_blocks",
+        "n_blocks",
+        "blocks",
+        "num_encoder_layers",
+    ),
     "vocab": ("vocab_size", "n_vocab", "num_tokens", "ntokens", "num_embeddings"),
     "heads": ("n_head", "num_heads", "num_attention_heads", "nhead", "heads"),
     "ffn": ("intermediate_size", "ffn_dim", "dim_feedforward", "d_ff", "mlp_dim"),
@@ -89,8 +274,30 @@ for _field, _keys in FIELD_KEYS.items():
 _KEY_TO_SIZE: dict[str, str] = {k: f for f, ks in SIZE_KEYS.items() for k in ks}
 
 # keys too generic to trust outside a telling context (a dotted parent or an argparse flag)
-_WEAK = {"size", "stage", "data", "net", "model", "steps", "iters", "batch", "opt", "dim", "hidden",
-         "units", "layers", "blocks", "channels", "ch", "filters", "heads", "tp", "pp", "devices", "nodes"}
+_WEAK = {
+    "size",
+    "stage",
+    "data",
+    "net",
+    "model",
+    "steps",
+    "iters",
+    "batch",
+    "opt",
+    "dim",
+    "hidden",
+    "units",
+    "layers",
+    "blocks",
+    "channels",
+    "ch",
+    "filters",
+    "heads",
+    "tp",
+    "pp",
+    "devices",
+    "nodes",
+}
 
 
 def _leaf(key: str) -> str:
@@ -98,13 +305,24 @@ def _leaf(key: str) -> str:
 
 
 # counts of training items under any name: num_images, n_clips, num_train_sequences, ...
-_DATA_COUNT = re.compile(r"^(?:num|n|number_of|total)_(?:train_|training_)?(?:samples|examples|images|clips|"
-                         r"sequences|sentences|documents|docs|rows|points|records|items|utterances|graphs|"
-                         r"videos|texts|pairs|instances|observations|tokens_train)$")
+_DATA_COUNT = re.compile(
+    r"^(?:num|n|number_of|total)_(?:train_|training_)?(?:samples|examples|images|clips|"
+    r"sequences|sentences|documents|docs|rows|points|records|items|utterances|graphs|"
+    r"videos|texts|pairs|instances|observations|tokens_train)$"
+)
 
-_NAMED_PARENTS = {"model": "model_name", "net": "model_name", "network": "model_name", "arch": "model_name",
-                  "backbone": "model_name", "dataset": "dataset", "data": "dataset", "optimizer": "optimizer",
-                  "optim": "optimizer", "opt": "optimizer"}
+_NAMED_PARENTS = {
+    "model": "model_name",
+    "net": "model_name",
+    "network": "model_name",
+    "arch": "model_name",
+    "backbone": "model_name",
+    "dataset": "dataset",
+    "data": "dataset",
+    "optimizer": "optimizer",
+    "optim": "optimizer",
+    "opt": "optimizer",
+}
 
 
 def field_for_key(key: str, *, strict: bool = False) -> str | None:
@@ -119,7 +337,9 @@ def field_for_key(key: str, *, strict: bool = False) -> str | None:
         return None
     if leaf == "stage" and "zero" not in key.lower():
         return None
-    if leaf in ("num_nodes", "n_nodes") and not re.search(r"trainer|distributed|slurm|launch|cluster", key.lower()):
+    if leaf in ("num_nodes", "n_nodes") and not re.search(
+        r"trainer|distributed|slurm|launch|cluster", key.lower()
+    ):
         return "dataset_size"  # graph nodes, not machines
     if leaf not in _KEY_TO_FIELD and _DATA_COUNT.match(leaf):
         return "dataset_size"  # num_images, n_clips, num_sequences, ...
@@ -169,15 +389,24 @@ KNOWN_MODELS: tuple[tuple[str, str, str | None, float | None], ...] = (
     (r"resnet[-_]?34", "resnet", "image-classification", 21.8e6),
     (r"resnet[-_]?18", "resnet", "image-classification", 11.7e6),
     (r"resnet|resnext|wide_resnet", "resnet", "image-classification", None),
-    (r"efficientnet|mobilenet|convnext|vgg|alexnet|densenet|regnet|lenet", "cnn", "image-classification", None),
+    (
+        r"efficientnet|mobilenet|convnext|vgg|alexnet|densenet|regnet|lenet",
+        "cnn",
+        "image-classification",
+        None,
+    ),
     (r"yolo|detr|rcnn|retinanet|fcos|ssd(?![a-z])|centernet", "detector", "detection", None),
     (r"unet|diffusion|ddpm|ddim|stable[-_]?diffusion", "unet", "diffusion", None),
     (r"lstm|(?<![a-z])(bi)?gru|rnn", "rnn", None, None),
     (r"(?<![a-z])(gcn|gat|graphsage|gnn|gin|mpnn)(?![a-z])", "gnn", "graph", None),
     (r"(?<![a-z])mlp|feedforward|fc_?net|dense_?net_?small", "mlp", None, None),
     (r"(?<![a-z])cnn|convnet|conv_net", "cnn", None, None),
-    (r"xgb|lightgbm|lgbm|catboost|gradient_?boost|random_?forest|extra_?trees?|decision_?tree|adaboost|gbm|gbdt",
-     "tree", "tabular", None),
+    (
+        r"xgb|lightgbm|lgbm|catboost|gradient_?boost|random_?forest|extra_?trees?|decision_?tree|adaboost|gbm|gbdt",
+        "tree",
+        "tabular",
+        None,
+    ),
     (r"(?<![a-z])(dqn|ppo|a2c|sac)(?![a-z])|reinforce|actor_?critic", "rl", "rl", None),
 )
 _KNOWN_MODELS_RE = [(re.compile(p), fam, task, params) for p, fam, task, params in KNOWN_MODELS]
@@ -256,11 +485,26 @@ def normalize_precision(value: object) -> str | None:
     s = str(value).lower().strip()
     if s in ("", "none", "no", "false", "0"):
         return None
-    for pat, out in (("bf16", "bf16"), ("bfloat16", "bf16"), ("fp8", "fp8"), ("float8", "fp8"),
-                     ("16-mixed", "fp16"), ("fp16", "fp16"), ("float16", "fp16"), ("half", "fp16"),
-                     ("16", "fp16"), ("amp", "mixed"), ("mixed", "mixed"),
-                     ("fp32", "fp32"), ("float32", "fp32"), ("32", "fp32"), ("tf32", "fp32"),
-                     ("fp64", "fp64"), ("float64", "fp64"), ("64", "fp64")):
+    for pat, out in (
+        ("bf16", "bf16"),
+        ("bfloat16", "bf16"),
+        ("fp8", "fp8"),
+        ("float8", "fp8"),
+        ("16-mixed", "fp16"),
+        ("fp16", "fp16"),
+        ("float16", "fp16"),
+        ("half", "fp16"),
+        ("16", "fp16"),
+        ("amp", "mixed"),
+        ("mixed", "mixed"),
+        ("fp32", "fp32"),
+        ("float32", "fp32"),
+        ("32", "fp32"),
+        ("tf32", "fp32"),
+        ("fp64", "fp64"),
+        ("float64", "fp64"),
+        ("64", "fp64"),
+    ):
         if pat in s:
             return out
     return None
@@ -271,9 +515,19 @@ def normalize_optimizer(value: object) -> str | None:
     if not s or s in ("none", "null"):
         return None
     s = s.rsplit(".", 1)[-1]
-    for pat, out in (("adamw", "adamw"), ("adam_torch", "adamw"), ("adafactor", "adafactor"),
-                     ("lamb", "lamb"), ("lion", "lion"), ("adagrad", "adagrad"), ("rmsprop", "rmsprop"),
-                     ("adam", "adam"), ("sgd", "sgd"), ("lbfgs", "lbfgs"), ("muon", "muon")):
+    for pat, out in (
+        ("adamw", "adamw"),
+        ("adam_torch", "adamw"),
+        ("adafactor", "adafactor"),
+        ("lamb", "lamb"),
+        ("lion", "lion"),
+        ("adagrad", "adagrad"),
+        ("rmsprop", "rmsprop"),
+        ("adam", "adam"),
+        ("sgd", "sgd"),
+        ("lbfgs", "lbfgs"),
+        ("muon", "muon"),
+    ):
         if pat in s:
             return out
     return s if re.fullmatch(r"[a-z][a-z0-9_]{1,20}", s) else None
@@ -296,30 +550,57 @@ def tool_framework(tool: str) -> str | None:
 # settings a framework uses when the run does not give them: field -> (value, the framework's own name)
 FRAMEWORK_DEFAULTS: dict[str, dict[str, tuple[object, str]]] = {
     # transformers TrainingArguments (and TRL's configs built on it); epochs only count when max_steps is unset
-    "transformers": {"epochs": (3.0, "num_train_epochs"), "micro_batch_size": (8, "per_device_train_batch_size"),
-                     "learning_rate": (5e-5, "learning_rate"), "optimizer": ("adamw", "optim")},
+    "transformers": {
+        "epochs": (3.0, "num_train_epochs"),
+        "micro_batch_size": (8, "per_device_train_batch_size"),
+        "learning_rate": (5e-5, "learning_rate"),
+        "optimizer": ("adamw", "optim"),
+    },
     # keras Model.fit
     "keras": {"epochs": (1.0, "fit(epochs)"), "micro_batch_size": (32, "fit(batch_size)")},
     # Lightning Trainer: max_epochs=None means 1000 when max_steps is unset too
     "lightning": {"epochs": (1000.0, "Trainer(max_epochs)")},
     # ultralytics `yolo train`
-    "ultralytics": {"epochs": (100.0, "epochs"), "micro_batch_size": (16, "batch"), "image_size": (640, "imgsz")},
+    "ultralytics": {
+        "epochs": (100.0, "epochs"),
+        "micro_batch_size": (16, "batch"),
+        "image_size": (640, "imgsz"),
+    },
 }
 # code that shows the framework's defaults are in play (its trainer / argument classes)
 FRAMEWORK_MARKERS: dict[str, frozenset[str]] = {
-    "transformers": frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "DPOConfig", "ORPOConfig",
-                               "KTOConfig", "GRPOConfig", "RewardConfig", "PPOConfig", "CPOConfig"}),
+    "transformers": frozenset(
+        {
+            "TrainingArguments",
+            "Seq2SeqTrainingArguments",
+            "SFTConfig",
+            "DPOConfig",
+            "ORPOConfig",
+            "KTOConfig",
+            "GRPOConfig",
+            "RewardConfig",
+            "PPOConfig",
+            "CPOConfig",
+        }
+    ),
     "keras": frozenset({"fit"}),
     "lightning": frozenset({"Trainer", "LightningCLI"}),
 }
 
 
 # what an argument's help text says about the setting
-_PER_DEVICE = re.compile(r"per[ _-]?(device|gpu|process|replica|core|worker|rank)|each (gpu|device|process)|"
-                         r"on each (gpu|device)", re.I)
-_ALL_DEVICES = re.compile(r"total|global|effective|all (gpus|devices|processes)|across (all )?(gpus|devices)", re.I)
-_NOT_TRAINING_HELP = re.compile(r"\b(generat\w*|sampling|decod\w*|inference|evaluation|eval|validation|beam|"
-                                r"new tokens|completions?)\b")
+_PER_DEVICE = re.compile(
+    r"per[ _-]?(device|gpu|process|replica|core|worker|rank)|each (gpu|device|process)|"
+    r"on each (gpu|device)",
+    re.I,
+)
+_ALL_DEVICES = re.compile(
+    r"total|global|effective|all (gpus|devices|processes)|across (all )?(gpus|devices)", re.I
+)
+_NOT_TRAINING_HELP = re.compile(
+    r"\b(generat\w*|sampling|decod\w*|inference|evaluation|eval|validation|beam|"
+    r"new tokens|completions?)\b"
+)
 
 
 def help_scope(help_text: str) -> str | None:

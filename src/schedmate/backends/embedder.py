@@ -205,7 +205,9 @@ class OpenAIEmbedder:
 
     def __init__(self, settings: EmbedderSettings) -> None:
         if not settings.base_url:
-            raise ConfigError("embedder.base_url is empty: the 'openai' embedder needs a server URL ending in /v1")
+            raise ConfigError(
+                "embedder.base_url is empty: the 'openai' embedder needs a server URL ending in /v1"
+            )
         self.settings = settings
         self._dim: int | None = None
         self._client: openai.OpenAI | None = None
@@ -236,9 +238,13 @@ class OpenAIEmbedder:
                 model=self.settings.model, input=batch, encoding_format="float"
             )
         except openai.APITimeoutError:
-            raise BackendUnavailable(f"embedder: no reply from {url} within {self.settings.timeout_s:g} s") from None
+            raise BackendUnavailable(
+                f"embedder: no reply from {url} within {self.settings.timeout_s:g} s"
+            ) from None
         except openai.APIConnectionError as exc:
-            raise BackendUnavailable(f"embedder: cannot connect to {url}: {_one_line(str(exc), 120)}") from None
+            raise BackendUnavailable(
+                f"embedder: cannot connect to {url}: {_one_line(str(exc), 120)}"
+            ) from None
         except openai.APIStatusError as exc:
             cls = BackendUnavailable if exc.status_code >= 500 else BackendError
             raise cls(f"embedder: HTTP {exc.status_code} from {url}: {_one_line(exc.message, 160)}") from None
@@ -276,7 +282,9 @@ class OpenAIEmbedder:
             rows.extend(self._embed_batch(texts[i : i + step]))
         dims = {r.shape for r in rows}
         if len(dims) != 1 or len(next(iter(dims))) != 1:
-            raise BackendError(f"embedder: {self.settings.base_url} returned vectors of shapes {sorted(dims)}")
+            raise BackendError(
+                f"embedder: {self.settings.base_url} returned vectors of shapes {sorted(dims)}"
+            )
         out = normalize_rows(np.stack(rows))
         if self._dim is None:
             self._dim = int(out.shape[1])

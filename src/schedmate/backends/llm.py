@@ -74,7 +74,9 @@ class CircuitBreaker:
 
     def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         if failures < 1 or reset_s <= 0:
-            raise ConfigError(f"circuit breaker needs failures >= 1 and reset_s > 0, got {failures}, {reset_s}")
+            raise ConfigError(
+                f"circuit breaker needs failures >= 1 and reset_s > 0, got {failures}, {reset_s}"
+            )
         self.failures = failures
         self.reset_s = reset_s
         self._clock = clock
@@ -161,9 +163,8 @@ def parse_reply(raw: str, schema_model: type[M]) -> M:
 
 def _with_schema_instruction(messages: Sequence[Message], schema_model: type[BaseModel]) -> list[Message]:
     """Tell the model the schema in words too: servers that ignore `schema` still get it."""
-    hint = (
-        "Reply with only a JSON object matching this JSON schema: "
-        + json.dumps(_schema_of(schema_model), separators=(",", ":"))
+    hint = "Reply with only a JSON object matching this JSON schema: " + json.dumps(
+        _schema_of(schema_model), separators=(",", ":")
     )
     out = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":
@@ -281,9 +282,13 @@ class OpenAIBackend(JSONReplyBackend):
                 extra_body={"repeat_penalty": 1.0},
             )
         except openai.APITimeoutError:
-            raise LLMTransportError(f"{self.name}: no reply from {url} within {self.settings.timeout_s:g} s") from None
+            raise LLMTransportError(
+                f"{self.name}: no reply from {url} within {self.settings.timeout_s:g} s"
+            ) from None
         except openai.APIConnectionError as exc:
-            raise LLMTransportError(f"{self.name}: cannot connect to {url}: {_one_line(str(exc), 120)}") from None
+            raise LLMTransportError(
+                f"{self.name}: cannot connect to {url}: {_one_line(str(exc), 120)}"
+            ) from None
         except openai.APIStatusError as exc:
             msg = f"{self.name}: HTTP {exc.status_code} from {url}: {_one_line(exc.message, 160)}"
             if exc.status_code >= 500:

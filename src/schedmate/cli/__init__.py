@@ -29,12 +29,20 @@ def _version(value: bool) -> None:
 @app.callback()
 def _global(
     ctx: typer.Context,
-    config: Annotated[str | None, typer.Option("--config", "-c", help="TOML settings file (else $SCHEDMATE_CONFIG).")] = None,
-    llm_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", "-c", help="TOML settings file (else $SCHEDMATE_CONFIG).")
+    ] = None,
+    llm_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1.")
+    ] = None,
     llm_model: Annotated[str | None, typer.Option(help="Model name on the LLM server.")] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm (default), openai, hash or none.")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Where template decisions and LLM mappings are cached.")] = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")] = False,
+    cache_dir: Annotated[
+        str | None, typer.Option(help="Where template decisions and LLM mappings are cached.")
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
 ) -> None:
     overrides: dict[str, Any] = {}
     if llm_url is not None:

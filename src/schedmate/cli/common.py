@@ -15,6 +15,7 @@ from schedmate.core.settings import Settings, load_settings
 
 __all__ = ["State", "console", "err_console", "settings_of", "friendly_errors"]
 
+
 def _console(stderr: bool = False) -> Console:
     """Rich console; when piped (no terminal) use a wide fixed width so tables stay legible."""
     c = Console(stderr=stderr)

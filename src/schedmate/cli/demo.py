@@ -42,9 +42,15 @@ def demo(
     """Run every capability on bundled examples (Tracker, Failure Handler, Advisor, Simulator)."""
     settings = settings_of(ctx)
     if offline_rules:
-        settings = settings.model_copy(update={"embedder": settings.embedder.model_copy(update={"backend": "none"})})
-    console.print(Panel.fit("schedmate demo - Metric Tracker on bundled example logs\n"
-                            f"embedder: {settings.embedder.backend}   LLM: {settings.llm.base_url or 'none (rules only)'}"))
+        settings = settings.model_copy(
+            update={"embedder": settings.embedder.model_copy(update={"backend": "none"})}
+        )
+    console.print(
+        Panel.fit(
+            "schedmate demo - Metric Tracker on bundled example logs\n"
+            f"embedder: {settings.embedder.backend}   LLM: {settings.llm.base_url or 'none (rules only)'}"
+        )
+    )
     tracker = build_tracker(settings, use_cache=False)
     t0 = time.perf_counter()
     results = list(track_files(tracker, example_logs(), live=False))
@@ -52,8 +58,11 @@ def demo(
     console.print(render_results(results, title="Tracked logs"))
     for r in results:
         for e in r.events:
-            console.print(f"  [yellow]{e.kind}[/] in {Path(r.file).name} at line {e.line_no}: {e.message}"
-                          + ("  -> scheduler: cancel GPU packing" if e.kind == "slowdown" else ""), highlight=False)
+            console.print(
+                f"  [yellow]{e.kind}[/] in {Path(r.file).name} at line {e.line_no}: {e.message}"
+                + ("  -> scheduler: cancel GPU packing" if e.kind == "slowdown" else ""),
+                highlight=False,
+            )
     clf = tracker.classifier
     console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
     _classifier_demo(tracker.classifier)
@@ -70,18 +79,32 @@ def _advisor_demo(settings: Settings) -> None:
     root = Path(str(resources.files("schedmate.data").joinpath("advisor")))
     example = json.loads((root / "example.json").read_text("utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
-        advisor = build_advisor(settings.model_copy(update={"advisor": settings.advisor.model_copy(
-            update={"use_agent": False})}), Path(tmp) / "history.db")
+        advisor = build_advisor(
+            settings.model_copy(update={"advisor": settings.advisor.model_copy(update={"use_agent": False})}),
+            Path(tmp) / "history.db",
+        )
         report = advisor.import_jobs(read_jobs(root / "history.jsonl", need_duration=True))
-        console.print(Panel.fit(f"Scheduling Advisor: {report.imported} past runs imported "
-                                f"({report.extracted} code extractions, {report.elapsed_s:.1f}s); advice for a new job:\n"
-                                f"  {example['command']}   (in {example['code_dir']})"))
-        rec = JobRecord(job_id=example["job_id"], code_dir=str(root / example["code_dir"]), command=example["command"],
-                        user=example.get("user"), name=example.get("name"), n_gpus=example.get("n_gpus"))
+        console.print(
+            Panel.fit(
+                f"Scheduling Advisor: {report.imported} past runs imported "
+                f"({report.extracted} code extractions, {report.elapsed_s:.1f}s); advice for a new job:\n"
+                f"  {example['command']}   (in {example['code_dir']})"
+            )
+        )
+        rec = JobRecord(
+            job_id=example["job_id"],
+            code_dir=str(root / example["code_dir"]),
+            command=example["command"],
+            user=example.get("user"),
+            name=example.get("name"),
+            n_gpus=example.get("n_gpus"),
+        )
         advice = advisor.advise(rec)
         console.print(render_advice(advice))
         if example.get("measured_s"):
-            console.print(f"[dim]this run was measured at {example['measured_s']:.1f}s on {example.get('measured_on', '?')}[/]")
+            console.print(
+                f"[dim]this run was measured at {example['measured_s']:.1f}s on {example.get('measured_on', '?')}[/]"
+            )
         advisor.store.close()
 
 
@@ -96,8 +119,14 @@ def _sim_demo(settings: Settings) -> None:
         res = Simulator(jobs, {"*": 64}, make_policy(pol), make_estimator(est), timeline_every=5).run()
         results.append(res)
         m, _ = summarize_sim(res)
-        table.add_row(pol, est, f"{m.avg_jct_s:,.0f} s", f"{m.p99_jct_s:,.0f} s", f"{m.avg_queue_s:,.0f} s",
-                      f"{m.gpu_util:.0%}")
+        table.add_row(
+            pol,
+            est,
+            f"{m.avg_jct_s:,.0f} s",
+            f"{m.p99_jct_s:,.0f} s",
+            f"{m.avg_queue_s:,.0f} s",
+            f"{m.gpu_util:.0%}",
+        )
     console.print(table)
     try:
         from schedmate.sim.plots import plot_results
@@ -111,13 +140,16 @@ def _sim_demo(settings: Settings) -> None:
 def _failure_demo(settings: Settings) -> None:
     """Failure Handler on the bundled failing logs: dry-run plans, audit in a temp dir."""
     with tempfile.TemporaryDirectory() as tmp:
-        fs = settings.failure.model_copy(update={"audit_log": str(Path(tmp) / "audit.jsonl"), "dry_run": True})
+        fs = settings.failure.model_copy(
+            update={"audit_log": str(Path(tmp) / "audit.jsonl"), "dry_run": True}
+        )
         handler = build_failure_handler(settings.model_copy(update={"failure": fs}))
         console.print(Panel.fit("Failure Handler: root cause, category, recovery plan (dry run)"))
         for log in example_logs():
             r = handler.diagnose(log, JobContext(job_id=log.stem))
             if r.failed:
                 console.print(render_report(r))
+
 
 _UNSEEN = [
     "GPU 3 has fallen off the bus and cannot be reached",
@@ -137,6 +169,8 @@ def _classifier_demo(clf: LineClassifier) -> None:
     kinds = clf.classify_batch(_UNSEEN)
     for text, kind in zip(_UNSEEN, kinds, strict=True):
         rk = rule_kind(text)
-        table.add_row(text, rk.value if rk else "-", kind.value if clf.embedder else f"{kind.value} (no model)")
+        table.add_row(
+            text, rk.value if rk else "-", kind.value if clf.embedder else f"{kind.value} (no model)"
+        )
     console.print(table)
     console.print(f"[dim]{clf.n_embedded} templates decided by the embedding model[/]")

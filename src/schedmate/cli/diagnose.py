@@ -51,7 +51,9 @@ def diagnose(
     job_id: Annotated[str | None, typer.Option(help="Job id (default: the file name).")] = None,
     node: Annotated[str | None, typer.Option(help="Node the scheduler ran the job on (trusted).")] = None,
     job_dir: Annotated[str | None, typer.Option(help="Job directory to search for checkpoints.")] = None,
-    no_plan: Annotated[bool, typer.Option("--no-plan", help="Only diagnose; no recovery plan or audit record.")] = False,
+    no_plan: Annotated[
+        bool, typer.Option("--no-plan", help="Only diagnose; no recovery plan or audit record.")
+    ] = False,
 ) -> None:
     """Find the first root-cause line, classify it and plan a safe recovery (dry run)."""
     settings = settings_of(ctx)

@@ -35,8 +35,16 @@ def _num(x: float | None, fmt: str = "{:.4g}") -> str:
 
 def render_results(results: list[TrackResult], title: str = "Training progress") -> Table:
     table = Table(title=title, show_lines=False)
-    for col, just in (("log", "left"), ("step", "right"), ("progress", "right"), ("loss", "right"),
-                      ("step time", "right"), ("throughput", "right"), ("ETA", "right"), ("events", "left")):
+    for col, just in (
+        ("log", "left"),
+        ("step", "right"),
+        ("progress", "right"),
+        ("loss", "right"),
+        ("step time", "right"),
+        ("throughput", "right"),
+        ("ETA", "right"),
+        ("events", "left"),
+    ):
         table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for r in results:
         name = Path(r.file).name
@@ -50,8 +58,16 @@ def render_results(results: list[TrackResult], title: str = "Training progress")
         thr = f"{r.throughput.value:.4g} {r.throughput.unit}" if r.throughput else "-"
         loss = "[red]NaN[/]" if r.loss_is_nan else _num(r.loss)
         ev = ", ".join(e.kind for e in r.events) or ""
-        table.add_row(name, step, _num(r.progress, "{:.1%}"), loss,
-                      _num(r.step_time_s, "{:.4g} s"), thr, fmt_duration(r.eta_s), ev)
+        table.add_row(
+            name,
+            step,
+            _num(r.progress, "{:.1%}"),
+            loss,
+            _num(r.step_time_s, "{:.4g} s"),
+            thr,
+            fmt_duration(r.eta_s),
+            ev,
+        )
     return table
 
 
@@ -61,9 +77,13 @@ def track(
     ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="Log files (stdout/stderr of training jobs).")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file, one per line.")] = False,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Follow a growing log (live progress bar).")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Follow a growing log (live progress bar).")
+    ] = False,
     events: Annotated[bool, typer.Option("--events", help="List slowdown/stall events (text mode).")] = False,
-    finished: Annotated[bool, typer.Option("--finished", help="Logs of ended jobs: no stall from file age.")] = False,
+    finished: Annotated[
+        bool, typer.Option("--finished", help="Logs of ended jobs: no stall from file age.")
+    ] = False,
 ) -> None:
     """Extract step, loss, step time, progress and ETA from training logs."""
     settings = settings_of(ctx)
@@ -84,11 +104,16 @@ def track(
         console.print(render_results(results))
         for r in results:
             if r.last_progress_line:
-                console.print(f"{Path(r.file).name} last progress: {r.last_progress_line[:300]}",
-                              highlight=False, markup=False)
+                console.print(
+                    f"{Path(r.file).name} last progress: {r.last_progress_line[:300]}",
+                    highlight=False,
+                    markup=False,
+                )
             if events:
                 for e in r.events:
-                    console.print(f"  {e.kind} at line {e.line_no}: {e.message}", highlight=False, markup=False)
+                    console.print(
+                        f"  {e.kind} at line {e.line_no}: {e.message}", highlight=False, markup=False
+                    )
     if any(r.error for r in results):
         raise typer.Exit(1)
 
@@ -101,14 +126,27 @@ def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-unty
             sys.stdout.write(json.dumps(obj) + "\n")
             sys.stdout.flush()
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[st]}"), TimeRemainingColumn(),
-                  TextColumn("ETA {task.fields[eta]}"), console=console, transient=False) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[st]}"),
+        TimeRemainingColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
+        console=console,
+        transient=False,
+    ) as bar:
         task = bar.add_task(path.name, total=None, loss="-", st="-", eta="-")
         for up in tracker.follow(path):
             r = up.result
-            bar.update(task, completed=r.step or 0, total=r.total_steps,
-                       loss="NaN" if r.loss_is_nan else _num(r.loss), st=_num(r.step_time_s, "{:.3g} s/step"),
-                       eta=fmt_duration(r.eta_s))
+            bar.update(
+                task,
+                completed=r.step or 0,
+                total=r.total_steps,
+                loss="NaN" if r.loss_is_nan else _num(r.loss),
+                st=_num(r.step_time_s, "{:.3g} s/step"),
+                eta=fmt_duration(r.eta_s),
+            )
             for e in up.new_events:
                 err_console.print(f"[yellow]{e.kind}[/] line {e.line_no}: {e.message}", highlight=False)

@@ -35,13 +35,25 @@ __all__ = ["whatif"]
 @friendly_errors
 def whatif(
     trace: Annotated[Path, typer.Option("--trace", help="Trace file.")],
-    fmt: Annotated[str, typer.Option("--format", help=f"Trace format: {', '.join(TRACE_FORMATS)}.")] = "native",
-    at_hours: Annotated[float | None, typer.Option("--at", help="Snapshot time (hours from trace start): predict "
-                                                              "the start of every pending job.")] = None,
-    policy: Annotated[str, typer.Option("--policy", help="Policies to compare (comma-separated).")] = "fifo,semantic",
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"Trace format: {', '.join(TRACE_FORMATS)}.")
+    ] = "native",
+    at_hours: Annotated[
+        float | None,
+        typer.Option(
+            "--at", help="Snapshot time (hours from trace start): predict the start of every pending job."
+        ),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Policies to compare (comma-separated).")
+    ] = "fifo,semantic",
     scale: Annotated[str, typer.Option(help="Cluster size factors to compare, e.g. 0.5,1,2.")] = "1",
-    cluster: Annotated[str | None, typer.Option(help="GPUs: '64', 'vcA=16,vcB=32' or a vc,nodes CSV.")] = None,
-    window_hours: Annotated[float | None, typer.Option(help="Only jobs submitted in the first H hours.")] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="GPUs: '64', 'vcA=16,vcB=32' or a vc,nodes CSV.")
+    ] = None,
+    window_hours: Annotated[
+        float | None, typer.Option(help="Only jobs submitted in the first H hours.")
+    ] = None,
     estimator: Annotated[str | None, typer.Option(help="Estimator (default per policy).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
     placement: Annotated[str, typer.Option(help=f"Placement: {' | '.join(PLACEMENTS)}.")] = "pool",
@@ -54,7 +66,9 @@ def whatif(
     jobs = load_trace(trace, fmt)
     if window_hours is not None:
         jobs = [j for j in jobs if j.submit_s <= window_hours * 3600]
-    base = parse_cluster(cluster, gpus_per_node) if cluster else default_cluster(fmt, trace, jobs, gpus_per_node)
+    base = (
+        parse_cluster(cluster, gpus_per_node) if cluster else default_cluster(fmt, trace, jobs, gpus_per_node)
+    )
     nodes = default_nodes(fmt, trace) if not cluster and placement == "node" else {}
     where = {"placement": placement, "gpus_per_node": gpus_per_node, "node_sizes": nodes}
     names = [p.strip() for p in policy.split(",") if p.strip()]
@@ -87,7 +101,9 @@ def whatif(
 
 def _predict(jobs, cluster, name, estimator, t, as_json, where) -> None:  # type: ignore[no-untyped-def]
     pol = make_policy(name)
-    truth = Simulator(jobs, cluster, pol, make_estimator(DEFAULT_ESTIMATORS.get(name, "oracle")), **where).run()
+    truth = Simulator(
+        jobs, cluster, pol, make_estimator(DEFAULT_ESTIMATORS.get(name, "oracle")), **where
+    ).run()
     est_name = estimator or "history"  # what a real cluster knows about pending jobs
     snap = snapshot_at(jobs, truth, t)
     pred = predict_starts(snap, cluster, make_policy(name), make_estimator(est_name, seed=1), **where)
@@ -96,10 +112,21 @@ def _predict(jobs, cluster, name, estimator, t, as_json, where) -> None:  # type
     rows = sorted(pred.items(), key=lambda kv: kv[1])
     if as_json:
         for jid, p in rows:
-            sys.stdout.write(json.dumps({"job_id": jid, "gpus": gpus[jid], "predicted_wait_s": p - t,
-                                         "simulated_wait_s": actual[jid] - t}) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "job_id": jid,
+                        "gpus": gpus[jid],
+                        "predicted_wait_s": p - t,
+                        "simulated_wait_s": actual[jid] - t,
+                    }
+                )
+                + "\n"
+            )
         return
-    table = Table(title=f"{len(snap.running)} running, {len(snap.pending)} pending at t={t / 3600:.1f} h ({name}, {est_name})")
+    table = Table(
+        title=f"{len(snap.running)} running, {len(snap.pending)} pending at t={t / 3600:.1f} h ({name}, {est_name})"
+    )
     for col in ("job", "GPUs", "predicted wait", "wait in full simulation"):
         table.add_column(col, justify="left" if col == "job" else "right")
     for jid, p in rows[:40]:

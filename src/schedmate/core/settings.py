@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from schedmate.core.errors import ConfigError
 
-__all__ = ["Settings", "LLMSettings", "EmbedderSettings", "TrackerSettings", "FailureSettings", "load_settings"]
+__all__ = [
+    "Settings",
+    "LLMSettings",
+    "EmbedderSettings",
+    "TrackerSettings",
+    "FailureSettings",
+    "load_settings",
+]
 
 ENV_PREFIX = "SCHEDMATE_"
 CONFIG_ENV = "SCHEDMATE_CONFIG"
@@ -56,7 +63,9 @@ class EmbedderSettings(_Section):
     batch_size: int = Field(64, ge=1)
     cache_size: int = Field(100_000, ge=0)
     timeout_s: float = Field(30.0, gt=0)
-    threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = 1 for a few texts, all cores for batches")
+    threads: int = Field(
+        0, ge=0, description="CPU threads for the local model; 0 = 1 for a few texts, all cores for batches"
+    )
 
 
 class TrackerSettings(_Section):
@@ -93,16 +102,30 @@ class AdvisorSettings(_Section):
     k: int = Field(10, ge=1, le=200, description="neighbours used for a prediction")
     min_similarity: float = Field(0.8, ge=0, le=1, description="neighbours below this are not similar enough")
     scaling: Literal["average", "best"] = Field(
-        "average", description="combine the candidate work scalings weighted by their error on the neighbours, "
-                               "or use the best one only")
+        "average",
+        description="combine the candidate work scalings weighted by their error on the neighbours, "
+        "or use the best one only",
+    )
     use_agent: bool = Field(True, description="ask the LLM agent for fields static analysis left empty")
     agent_max_steps: int = Field(6, ge=1, le=30)
-    agent_max_prompt_chars: int = Field(24_000, ge=1000, description="prompt budget (keep under the server's context)")
+    agent_max_prompt_chars: int = Field(
+        24_000, ge=1000, description="prompt budget (keep under the server's context)"
+    )
     agent_max_observation_chars: int = Field(3000, ge=200, description="characters of one tool result shown")
     agent_fields: list[str] = Field(
-        default_factory=lambda: ["model_name", "dataset", "dataset_size", "epochs", "max_steps",
-                                 "global_batch_size", "micro_batch_size", "seq_len", "image_size"],
-        description="fields worth an agent run when static analysis leaves them empty")
+        default_factory=lambda: [
+            "model_name",
+            "dataset",
+            "dataset_size",
+            "epochs",
+            "max_steps",
+            "global_batch_size",
+            "micro_batch_size",
+            "seq_len",
+            "image_size",
+        ],
+        description="fields worth an agent run when static analysis leaves them empty",
+    )
 
 
 class Settings(_Section):
@@ -129,7 +152,7 @@ def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
     for key, value in environ.items():
         if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV:
             continue
-        path = key[len(ENV_PREFIX):].lower().split("__")
+        path = key[len(ENV_PREFIX) :].lower().split("__")
         node = layer
         for part in path[:-1]:
             node = node.setdefault(part, {})

@@ -66,10 +66,10 @@ class ProgressSample:
     is_eval: bool = False
 
     def has_metrics(self) -> bool:
-        return any(
-            v is not None
-            for v in (self.step, self.loss, self.step_time_s, self.throughput, self.epoch)
-        ) or self.loss_is_nan
+        return (
+            any(v is not None for v in (self.step, self.loss, self.step_time_s, self.throughput, self.epoch))
+            or self.loss_is_nan
+        )
 
 
 @dataclass(frozen=True, slots=True)

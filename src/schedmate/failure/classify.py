@@ -42,7 +42,9 @@ class Verdict:
 
 class LLMVerdict(BaseModel):
     category: Literal["infrastructure", "application", "unknown"]
-    kind: str = Field(..., max_length=40, description="short snake_case tag, e.g. nccl_timeout, shape_mismatch")
+    kind: str = Field(
+        ..., max_length=40, description="short snake_case tag, e.g. nccl_timeout, shape_mismatch"
+    )
     confidence: float = Field(..., ge=0, le=1)
 
 
@@ -56,8 +58,15 @@ _PROMPT = (
 
 
 class FailureClassifier:
-    def __init__(self, kb: KnowledgeBase, embedder: Embedder | None = None, llm: LLMBackend | None = None,
-                 *, llm_below: float = 0.6, min_similarity: float = 0.55) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        embedder: Embedder | None = None,
+        llm: LLMBackend | None = None,
+        *,
+        llm_below: float = 0.6,
+        min_similarity: float = 0.55,
+    ) -> None:
         self.kb = kb
         self.embedder = embedder
         self.llm = llm
@@ -68,8 +77,12 @@ class FailureClassifier:
         self.llm_calls = 0
 
     def classify(self, root: str, context: Sequence[str] = (), signature: Signature | None = None) -> Verdict:
-        v = (self._rules(root, context, signature) or self._similar(root) or self._generic(root)
-             or Verdict("unknown", None, 0.0, "none"))
+        v = (
+            self._rules(root, context, signature)
+            or self._similar(root)
+            or self._generic(root)
+            or Verdict("unknown", None, 0.0, "none")
+        )
         if v.confidence < self.llm_below and self.llm is not None and self.llm.available:
             better = self._ask_llm(root, context)
             if better is not None and better.confidence > v.confidence:
@@ -123,8 +136,10 @@ class FailureClassifier:
         window = "\n".join(line[:400] for line in context[:30]) or root
         try:
             reply = self.llm.complete_json(
-                [{"role": "system", "content": _PROMPT},
-                 {"role": "user", "content": f"Root-cause line:\n{root[:1000]}\n\nContext:\n{window}"}],
+                [
+                    {"role": "system", "content": _PROMPT},
+                    {"role": "user", "content": f"Root-cause line:\n{root[:1000]}\n\nContext:\n{window}"},
+                ],
                 LLMVerdict,
             )
         except BackendError:

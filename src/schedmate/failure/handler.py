@@ -15,8 +15,13 @@ __all__ = ["FailureHandler"]
 
 
 class FailureHandler:
-    def __init__(self, locator: FailureLocator, classifier: FailureClassifier,
-                 planner: RecoveryPlanner | None = None, settings: FailureSettings | None = None) -> None:
+    def __init__(
+        self,
+        locator: FailureLocator,
+        classifier: FailureClassifier,
+        planner: RecoveryPlanner | None = None,
+        settings: FailureSettings | None = None,
+    ) -> None:
         self.locator = locator
         self.classifier = classifier
         self.planner = planner
@@ -32,7 +37,9 @@ class FailureHandler:
             return FailureReport(file=str(path), error=f"{path}: {exc.strerror or exc}")
         return self._report(str(path), loc, job)
 
-    def diagnose_lines(self, lines: list[str], job: JobContext | None = None, file: str = "<lines>") -> FailureReport:
+    def diagnose_lines(
+        self, lines: list[str], job: JobContext | None = None, file: str = "<lines>"
+    ) -> FailureReport:
         return self._report(file, self.locator.locate_lines(lines), job)
 
     def _report(self, file: str, loc: Located, job: JobContext | None) -> FailureReport:
@@ -45,11 +52,28 @@ class FailureHandler:
         actions: tuple = ()
         if self.planner is not None:
             ctx = job or JobContext(job_id=Path(file).stem)
-            actions = tuple(self.planner.plan(ctx, category=v.category, kind=v.kind, confidence=v.confidence,
-                                              evidence=v.evidence, log_node=log_node, checkpoint=checkpoint))
+            actions = tuple(
+                self.planner.plan(
+                    ctx,
+                    category=v.category,
+                    kind=v.kind,
+                    confidence=v.confidence,
+                    evidence=v.evidence,
+                    log_node=log_node,
+                    checkpoint=checkpoint,
+                )
+            )
         return FailureReport(
-            file=file, failed=True, root_cause_line=loc.text, root_cause_line_no=loc.line_no,
-            category=v.category, kind=v.kind, confidence=v.confidence, evidence=v.evidence,
-            recovery=actions, checkpoint=checkpoint, node=(job.node if job and job.node else log_node),
+            file=file,
+            failed=True,
+            root_cause_line=loc.text,
+            root_cause_line_no=loc.line_no,
+            category=v.category,
+            kind=v.kind,
+            confidence=v.confidence,
+            evidence=v.evidence,
+            recovery=actions,
+            checkpoint=checkpoint,
+            node=(job.node if job and job.node else log_node),
             method=v.method,
         )

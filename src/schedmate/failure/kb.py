@@ -83,8 +83,16 @@ def _signature(raw: Any, where: str) -> Signature:
         regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
     except re.error as exc:
         raise ConfigError(f"{where} ({kind}): bad pattern: {exc}") from None
-    return Signature(kind, category, confidence, recovery, str(raw.get("description", "")), patterns,
-                     tuple(str(e) for e in raw.get("examples", []) or []), regex)
+    return Signature(
+        kind,
+        category,
+        confidence,
+        recovery,
+        str(raw.get("description", "")),
+        patterns,
+        tuple(str(e) for e in raw.get("examples", []) or []),
+        regex,
+    )
 
 
 class KnowledgeBase:

@@ -32,7 +32,9 @@ __all__ = ["FailureLocator", "Located", "count_line_breaks"]
 _BREAK = re.compile(r"\r\n|\r|\n")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _FRAME = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S")
-_EXC_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+_EXC_LINE = re.compile(
+    r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b"
+)
 # a traceback frame glued into a line: output of several processes interleaved mid-line
 _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
@@ -60,7 +62,7 @@ class Located:
     @property
     def after(self) -> tuple[str, ...]:
         """The root-cause line and the lines that follow it."""
-        return self.context[self.root_at:]
+        return self.context[self.root_at :]
 
 
 def count_line_breaks(path: Path, end: int, chunk: int = 8 * 1024 * 1024) -> int:
@@ -92,7 +94,9 @@ def count_line_breaks(path: Path, end: int, chunk: int = 8 * 1024 * 1024) -> int
 class FailureLocator:
     """Binary search guided by the line classifier, then rule-based refinement."""
 
-    def __init__(self, classifier: LineClassifier, kb: KnowledgeBase, settings: FailureSettings | None = None) -> None:
+    def __init__(
+        self, classifier: LineClassifier, kb: KnowledgeBase, settings: FailureSettings | None = None
+    ) -> None:
         self.classifier = classifier
         self.kb = kb
         self.settings = settings or FailureSettings()
@@ -113,7 +117,9 @@ class FailureLocator:
             return sig
         return kind is LineKind.ERROR and not _FRAME.match(text)
 
-    def pick(self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None) -> tuple[int | None, Signature | None]:
+    def pick(
+        self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None
+    ) -> tuple[int | None, Signature | None]:
         """Index of the root-cause line among `lines` (None when nothing failed)."""
         if kinds is None:
             self.calls += 1
@@ -127,8 +133,9 @@ class FailureLocator:
         i, sig = found
         return self._refine(lines, kinds, i, sig)
 
-    def _first_candidate(self, lines: Sequence[str], kinds: Sequence[LineKind],
-                         start: int) -> tuple[int, Signature | None] | None:
+    def _first_candidate(
+        self, lines: Sequence[str], kinds: Sequence[LineKind], start: int
+    ) -> tuple[int, Signature | None] | None:
         i, n = start, len(lines)
         while i < n:
             text = lines[i]
@@ -144,8 +151,9 @@ class FailureLocator:
             i += 1
         return None
 
-    def _refine(self, lines: Sequence[str], kinds: Sequence[LineKind], i: int,
-                sig: Signature | None) -> tuple[int, Signature | None]:
+    def _refine(
+        self, lines: Sequence[str], kinds: Sequence[LineKind], i: int, sig: Signature | None
+    ) -> tuple[int, Signature | None]:
         """Prefer the line that names the cause over one that only reports a failure:
         a bare error message (`main failed`) yields to the next specific signature or
         exception line."""
@@ -187,13 +195,22 @@ class FailureLocator:
         idx, sig = self.pick(lines)
         return self._located(lines, idx, sig, first_no=1, probes=self.calls)
 
-    def _located(self, lines: Sequence[str], idx: int | None, sig: Signature | None,
-                 *, first_no: int, probes: int) -> Located:
+    def _located(
+        self, lines: Sequence[str], idx: int | None, sig: Signature | None, *, first_no: int, probes: int
+    ) -> Located:
         if idx is None:
             return Located(None, None, None, (), probes, False)
         start = max(0, idx - _CONTEXT_BEFORE)
-        return Located(first_no + idx, lines[idx], sig, tuple(lines[start: idx + _CONTEXT_AFTER]), probes, True,
-                       root_at=idx - start, before=tuple(lines[max(0, idx - _BEFORE_KEPT): idx]))
+        return Located(
+            first_no + idx,
+            lines[idx],
+            sig,
+            tuple(lines[start : idx + _CONTEXT_AFTER]),
+            probes,
+            True,
+            root_at=idx - start,
+            before=tuple(lines[max(0, idx - _BEFORE_KEPT) : idx]),
+        )
 
     def _window(self, fh, offset: int, size: int) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
         """Whole lines of the window [offset, offset+size): starts after the first break
@@ -205,7 +222,7 @@ class FailureLocator:
             m = re.search(rb"\r\n|\r|\n", raw)
             if m is None:
                 return offset + len(raw), []
-            raw = raw[m.end():]
+            raw = raw[m.end() :]
             offset += m.end()
         if not at_eof:
             last = max(raw.rfind(b"\n"), raw.rfind(b"\r"))
@@ -270,4 +287,3 @@ class FailureLocator:
                 return Located(None, None, None, (), self.calls, False)
             first_no = count_line_breaks(p, off) + 1
             return self._located(lines, idx, sig, first_no=first_no, probes=self.calls)
-

@@ -98,8 +98,11 @@ class AuditLog:
     def sources_implicating(self, node: str, since: float) -> set[str]:
         """Independent sources blaming `node`: distinct users where known, else distinct jobs
         (one user's many jobs count once, so a user cannot corroborate themselves)."""
-        return {f"user:{r['user']}" if r.get("user") else f"job:{r.get('job_id')}" for r in self.records
-                if r.get("node") == node and r.get("category") == "infrastructure" and r.get("time", 0) >= since}
+        return {
+            f"user:{r['user']}" if r.get("user") else f"job:{r.get('job_id')}"
+            for r in self.records
+            if r.get("node") == node and r.get("category") == "infrastructure" and r.get("time", 0) >= since
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +122,14 @@ _NODE_PATTERNS = [
     re.compile(r"\bnode(?:name)?[=: ]+(?P<h>[A-Za-z][\w.-]{1,62})", re.I),
     re.compile(r"\b(?P<h>[a-z][\w-]{0,40}-worker-\d+)\b"),
 ]
-_CKPT_LINE = re.compile(r"(?:sav(?:e|ing|ed)|writ(?:e|ing|ten)|stor(?:e|ing|ed)).{0,80}?(?:checkpoint|ckpt|weights|model)"
-                        r"|(?:checkpoint|ckpt).{0,40}?(?:sav|writ|stor)", re.I)
-_PATH = re.compile(r"(?:[A-Za-z]:\\|\.{0,2}/|~/)[^\s'\",;()]+|[\w.-]*(?:checkpoint|ckpt|global_step)[\w./-]*", re.I)
+_CKPT_LINE = re.compile(
+    r"(?:sav(?:e|ing|ed)|writ(?:e|ing|ten)|stor(?:e|ing|ed)).{0,80}?(?:checkpoint|ckpt|weights|model)"
+    r"|(?:checkpoint|ckpt).{0,40}?(?:sav|writ|stor)",
+    re.I,
+)
+_PATH = re.compile(
+    r"(?:[A-Za-z]:\\|\.{0,2}/|~/)[^\s'\",;()]+|[\w.-]*(?:checkpoint|ckpt|global_step)[\w./-]*", re.I
+)
 _CKPT_FILES = ("*.ckpt", "*.pt", "*.pth", "*.safetensors", "checkpoint-*", "global_step*", "*.distcp")
 
 
@@ -155,7 +163,11 @@ def find_checkpoint(lines: Sequence[str], job_dir: str | None = None) -> str | N
             return str(best)
     for line in reversed(lines):
         if _CKPT_LINE.search(line):
-            paths = [p for p in _PATH.findall(line) if len(p) > 3 and ("/" in p or "\\" in p or "." in p or "-" in p)]
+            paths = [
+                p
+                for p in _PATH.findall(line)
+                if len(p) > 3 and ("/" in p or "\\" in p or "." in p or "-" in p)
+            ]
             if paths:
                 return paths[-1].rstrip(".,;:)")
     return None
@@ -164,43 +176,89 @@ def find_checkpoint(lines: Sequence[str], job_dir: str | None = None) -> str | N
 class RecoveryPlanner:
     """Plans (and, unless dry-run, executes) actions for one diagnosed failure."""
 
-    def __init__(self, backend: ClusterBackend, audit: AuditLog, settings: FailureSettings | None = None) -> None:
+    def __init__(
+        self, backend: ClusterBackend, audit: AuditLog, settings: FailureSettings | None = None
+    ) -> None:
         self.backend = backend
         self.audit = audit
         self.settings = settings or FailureSettings()
 
-    def plan(self, job: JobContext, *, category: str, kind: str | None, confidence: float,
-             evidence: Sequence[str], log_node: str | None, checkpoint: str | None) -> list[RecoveryAction]:
+    def plan(
+        self,
+        job: JobContext,
+        *,
+        category: str,
+        kind: str | None,
+        confidence: float,
+        evidence: Sequence[str],
+        log_node: str | None,
+        checkpoint: str | None,
+    ) -> list[RecoveryAction]:
         s = self.settings
         actions: list[RecoveryAction] = []
         node = job.node or log_node
-        record: dict[str, Any] = {"job_id": job.job_id, "user": job.user, "category": category, "kind": kind,
-                                  "confidence": confidence, "evidence": list(evidence)[:5], "node": node,
-                                  "node_source": "scheduler" if job.node else ("log" if log_node else None)}
+        record: dict[str, Any] = {
+            "job_id": job.job_id,
+            "user": job.user,
+            "category": category,
+            "kind": kind,
+            "confidence": confidence,
+            "evidence": list(evidence)[:5],
+            "node": node,
+            "node_source": "scheduler" if job.node else ("log" if log_node else None),
+        }
         if category == "application":
-            actions.append(RecoveryAction("notify_user", job.user or job.job_id,
-                                          f"application failure ({kind}); not restarted: fix the job and resubmit"))
+            actions.append(
+                RecoveryAction(
+                    "notify_user",
+                    job.user or job.job_id,
+                    f"application failure ({kind}); not restarted: fix the job and resubmit",
+                )
+            )
             return self._finish(actions, record, "no_restart")
         if category != "infrastructure" or confidence < s.min_recover_confidence:
-            actions.append(RecoveryAction("notify_user", job.user or job.job_id,
-                                          f"uncertain diagnosis ({category}, confidence {confidence:.2f}); "
-                                          "not restarted automatically"))
+            actions.append(
+                RecoveryAction(
+                    "notify_user",
+                    job.user or job.job_id,
+                    f"uncertain diagnosis ({category}, confidence {confidence:.2f}); "
+                    "not restarted automatically",
+                )
+            )
             return self._finish(actions, record, "uncertain")
         if self.audit.requeues(job.job_id) >= s.retry_budget:
-            actions.append(RecoveryAction("notify_user", job.user or job.job_id,
-                                          f"retry budget exhausted ({s.retry_budget} requeues); needs a human"))
+            actions.append(
+                RecoveryAction(
+                    "notify_user",
+                    job.user or job.job_id,
+                    f"retry budget exhausted ({s.retry_budget} requeues); needs a human",
+                )
+            )
             return self._finish(actions, record, "budget_exhausted")
         exclude: list[str] = []
         if node:
             exclude.append(node)
             if self._corroborated(node, job):
-                actions.append(RecoveryAction("drain_node", node, f"{kind}: corroborated by "
-                                              f"{self._corroboration_reason(node, job)}"))
+                actions.append(
+                    RecoveryAction(
+                        "drain_node", node, f"{kind}: corroborated by {self._corroboration_reason(node, job)}"
+                    )
+                )
         reason = f"infrastructure failure ({kind}, confidence {confidence:.2f})"
-        params: tuple[tuple[str, str], ...] = (("exclude", ",".join(exclude)), ("checkpoint", checkpoint or ""))
-        actions.append(RecoveryAction("requeue", job.job_id,
-                                      reason + (f"; resume from {checkpoint}" if checkpoint else "; no checkpoint found")
-                                      + (f"; excluding {node}" if node else ""), params))
+        params: tuple[tuple[str, str], ...] = (
+            ("exclude", ",".join(exclude)),
+            ("checkpoint", checkpoint or ""),
+        )
+        actions.append(
+            RecoveryAction(
+                "requeue",
+                job.job_id,
+                reason
+                + (f"; resume from {checkpoint}" if checkpoint else "; no checkpoint found")
+                + (f"; excluding {node}" if node else ""),
+                params,
+            )
+        )
         return self._finish(actions, record, "requeue")
 
     def _corroborated(self, node: str, job: JobContext) -> bool:
@@ -222,7 +280,9 @@ class RecoveryPlanner:
             pass
         return "independent jobs implicating the same node"
 
-    def _finish(self, actions: list[RecoveryAction], record: dict[str, Any], decision: str) -> list[RecoveryAction]:
+    def _finish(
+        self, actions: list[RecoveryAction], record: dict[str, Any], decision: str
+    ) -> list[RecoveryAction]:
         record["decision"] = decision
         record["actions"] = [a.to_dict() for a in actions]
         record["dry_run"] = self.settings.dry_run
@@ -241,7 +301,9 @@ class RecoveryPlanner:
                 self.backend.drain(a.target, a.reason)
             elif a.action == "requeue":
                 exclude = [n for n in params.get("exclude", "").split(",") if n]
-                self.backend.requeue(a.target, exclude_nodes=exclude, checkpoint=params.get("checkpoint") or None)
+                self.backend.requeue(
+                    a.target, exclude_nodes=exclude, checkpoint=params.get("checkpoint") or None
+                )
             else:
                 continue
             done.append(f"{a.action} {a.target}")

@@ -73,7 +73,9 @@ def _open(path: Path) -> BinaryIO:
         if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{path}: is a directory, not a log file")
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: is not a regular file (a pipe or device); save the log to a file first")
+            raise InputError(
+                f"{path}: is not a regular file (a pipe or device); save the log to a file first"
+            )
         return path.open("rb")
     except (FileNotFoundError, NotADirectoryError):
         raise InputError(f"{path}: no such file") from None
@@ -299,13 +301,13 @@ def _first_line_start(buf: bytes) -> int:
     i = m.start()
     if buf[i] == 0x0A:
         return i + 1
-    nxt = buf[i + 1: i + 2]
+    nxt = buf[i + 1 : i + 2]
     if nxt == b"\n":
         return i + 2
     if nxt not in (b"\x1b", b"\x00"):
         return i + 1  # a visible character (or nothing) follows: the \r ends a line on its own
     m2 = _BREAK_BYTE.search(buf, i + 1)
-    if m2 is not None and buf[m2.start()] == 0x0A and clean_text(buf[i + 1: m2.start()]) == "":
+    if m2 is not None and buf[m2.start()] == 0x0A and clean_text(buf[i + 1 : m2.start()]) == "":
         return m2.start() + 1  # only escape codes or NULs between \r and \n: one break
     return i + 1
 
@@ -316,7 +318,7 @@ def _last_line_start(buf: bytes, fh: BinaryIO, base: int) -> int:
     k = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
     if k < 0 or buf[k] == 0x0A:
         return k + 1 if k >= 0 else -1
-    nxt = buf[k + 1: k + 2]
+    nxt = buf[k + 1 : k + 2]
     if (nxt and nxt not in (b"\x1b", b"\x00")) or not _cr_pairs_at(fh, base + k):
         return k + 1
     # this \r and a \n further on are one break; the break before it ends the previous line

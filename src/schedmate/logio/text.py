@@ -146,11 +146,11 @@ class LineSplitter:
                 return "", None
             self._skipping = False
             if text.startswith("\r\n", i):
-                text = text[i + 2:]
+                text = text[i + 2 :]
             else:
                 if text[i] == "\r" and i + 1 == len(text):
                     self._cr_end = True
-                text = text[i + 1:]
+                text = text[i + 1 :]
         if not text:
             return "", None
         limit = self.max_line_chars
@@ -171,7 +171,7 @@ class LineSplitter:
             lines = split_lines(head)
             if max(map(len, lines)) > limit:
                 head = "\n".join([s[:limit] for s in lines]) + "\n"
-        carry = text[last + 1:]
+        carry = text[last + 1 :]
         self._cr_end = not carry and text[last] == "\r"
         if len(carry) > limit:
             self._carry = ""

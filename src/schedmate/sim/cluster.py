@@ -48,7 +48,9 @@ def parse_cluster(spec: str, gpus_per_node: int = 8) -> dict[str, int]:
     return _vc_config_csv(Path(spec), gpus_per_node)
 
 
-def default_cluster(fmt: str, trace_path: Path, jobs: list[TraceJob], gpus_per_node: int = 8) -> dict[str, int]:
+def default_cluster(
+    fmt: str, trace_path: Path, jobs: list[TraceJob], gpus_per_node: int = 8
+) -> dict[str, int]:
     """The documented default cluster of each shipped trace (see trace.DEFAULT_CLUSTERS)."""
     if fmt == "philly" and (trace_path.parent / "vc_config.csv").is_file():
         return _vc_config_csv(trace_path.parent / "vc_config.csv", gpus_per_node)

@@ -93,7 +93,9 @@ class _VC:
     buckets: dict[int, list[tuple[tuple[float, ...], int, int]]] = field(default_factory=dict)
     running: set[int] = field(default_factory=set)
     n_pending: int = 0
-    solo: dict[tuple[int, int], dict[int, None]] = field(default_factory=dict)  # (gpus, class) -> packable jobs
+    solo: dict[tuple[int, int], dict[int, None]] = field(
+        default_factory=dict
+    )  # (gpus, class) -> packable jobs
     nodes: NodePlacement | None = None  # node placement; None: a pool of GPUs
     stranded: int = 0  # free GPUs while the best pending job fits by count but on no node
     stranded_t: float = 0.0  # since when
@@ -118,7 +120,9 @@ class SimResult:
     app_failures: int = 0
     lost_gpu_s: float = 0.0  # work redone after failures, runs of retried application failures
     placement: str = "pool"
-    stranded_gpu_s: float = 0.0  # node placement: GPU-seconds free while the best pending job fit by count only
+    stranded_gpu_s: float = (
+        0.0  # node placement: GPU-seconds free while the best pending job fit by count only
+    )
 
     @property
     def capacity(self) -> int:
@@ -130,12 +134,24 @@ class SimResult:
 
 
 class Simulator:
-    def __init__(self, jobs: Sequence[TraceJob], cluster: dict[str, int], policy: SchedulingPolicy,
-                 estimator: Estimator | None = None, *, seed: int = 0, timeline_every: int = 0,
-                 start_at: float | None = None, running: Sequence[tuple[TraceJob, float]] = (),
-                 interference: InterferenceModel | None = None, failures: FailureModel | None = None,
-                 check: bool = False, placement: str = "pool", gpus_per_node: int = 8,
-                 node_sizes: Mapping[str, Sequence[int]] | None = None) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[TraceJob],
+        cluster: dict[str, int],
+        policy: SchedulingPolicy,
+        estimator: Estimator | None = None,
+        *,
+        seed: int = 0,
+        timeline_every: int = 0,
+        start_at: float | None = None,
+        running: Sequence[tuple[TraceJob, float]] = (),
+        interference: InterferenceModel | None = None,
+        failures: FailureModel | None = None,
+        check: bool = False,
+        placement: str = "pool",
+        gpus_per_node: int = 8,
+        node_sizes: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
         """`start_at` and `running` start the simulation from a snapshot: the `running`
         jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
         max(submit, start_at) (what-if and queue-wait prediction). `check` verifies the
@@ -157,7 +173,9 @@ class Simulator:
         self.interference = interference or (InterferenceModel.shipped() if self.packing else None)
         self.failures = failures
         self.check = check
-        self._rng = random.Random(seed + 1 + (failures.seed if failures else 0))  # packing draws and failures, apart from the jobs' noise
+        self._rng = random.Random(
+            seed + 1 + (failures.seed if failures else 0)
+        )  # packing draws and failures, apart from the jobs' noise
         self._infra_rate = failures.infra_per_gpu_h / 3600.0 if failures else 0.0
         rng = random.Random(seed)
         self.vcs: dict[str, _VC] = {}
@@ -173,8 +191,18 @@ class Simulator:
                 if default is None:
                     raise InputError(f"job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
                 self.vcs[vc] = self._make_vc(vc, default)
-            st = JobState(i, j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
-                          remaining=j.duration_s, noise=rng.gauss(0.0, 1.0), queued_at=j.submit_s)
+            st = JobState(
+                i,
+                j.job_id,
+                j.submit_s,
+                j.duration_s,
+                max(1, j.gpus),
+                vc,
+                j.user,
+                remaining=j.duration_s,
+                noise=rng.gauss(0.0, 1.0),
+                queued_at=j.submit_s,
+            )
             if j.share >= 0:
                 st.share = j.share
             self.jobs.append(st)
@@ -192,9 +220,21 @@ class Simulator:
         for j, remaining in running:
             vc = j.vc if j.vc in self.vcs else "*"
             if vc not in self.vcs:
-                raise InputError(f"running job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config")
-            st = JobState(len(self.jobs), j.job_id, j.submit_s, j.duration_s, max(1, j.gpus), vc, j.user,
-                          remaining=max(remaining, 0.0), noise=rng.gauss(0.0, 1.0), queued_at=j.submit_s)
+                raise InputError(
+                    f"running job {j.job_id}: virtual cluster '{j.vc}' is not in the cluster config"
+                )
+            st = JobState(
+                len(self.jobs),
+                j.job_id,
+                j.submit_s,
+                j.duration_s,
+                max(1, j.gpus),
+                vc,
+                j.user,
+                remaining=max(remaining, 0.0),
+                noise=rng.gauss(0.0, 1.0),
+                queued_at=j.submit_s,
+            )
             self.jobs.append(st)
             self.initial.append(st.idx)
 
@@ -203,7 +243,9 @@ class Simulator:
         if self.placement == "node":
             sizes = self.node_sizes.get(name)
             if sizes is not None and sum(sizes) != gpus:
-                raise InputError(f"virtual cluster '{name}': its nodes have {sum(sizes)} GPUs, the cluster config {gpus}")
+                raise InputError(
+                    f"virtual cluster '{name}': its nodes have {sum(sizes)} GPUs, the cluster config {gpus}"
+                )
             vc.nodes = NodePlacement(sizes if sizes is not None else uniform_nodes(gpus, self.gpus_per_node))
         return vc
 
@@ -272,10 +314,21 @@ class Simulator:
                 timeline.append((t, self._busy, sum(v.n_pending for v in self.vcs.values())))
         for vc in self.vcs.values():
             self._strand(vc, last_t, 0)
-        return SimResult(policy.name, self.jobs, busy_gpu_s, self.unschedulable, timeline,
-                         {k: v.capacity for k, v in self.vcs.items()}, self.packs, self.unpacks,
-                         self.infra_failures, self.app_failures, self.lost_gpu_s, self.placement,
-                         self.stranded_gpu_s)
+        return SimResult(
+            policy.name,
+            self.jobs,
+            busy_gpu_s,
+            self.unschedulable,
+            timeline,
+            {k: v.capacity for k, v in self.vcs.items()},
+            self.packs,
+            self.unpacks,
+            self.infra_failures,
+            self.app_failures,
+            self.lost_gpu_s,
+            self.placement,
+            self.stranded_gpu_s,
+        )
 
     # -- job transitions ----------------------------------------------------------------------
     def _push(self, vc: _VC, st: JobState, now: float, *, head: bool = False) -> None:
@@ -302,8 +355,9 @@ class Simulator:
         st.remaining = max(st.remaining - (now - st.run_start) * st.rate, 0.0)
         st.run_start = now
 
-    def _start(self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1,
-               spread: bool = False) -> None:
+    def _start(
+        self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1, spread: bool = False
+    ) -> None:
         if host < 0:
             nodes = vc.nodes
             if nodes is None:
@@ -475,8 +529,11 @@ class Simulator:
         if not self.packing:
             out = [(k, i) for i in vc.running if (k := key(jobs[i], now)) > floor]
         else:
-            out = [(k, i) for i in vc.running
-                   if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor]
+            out = [
+                (k, i)
+                for i in vc.running
+                if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor
+            ]
         out.sort(reverse=True)
         return out
 
@@ -490,8 +547,15 @@ class Simulator:
             self.stranded_gpu_s += vc.stranded * (now - vc.stranded_t)
             vc.stranded, vc.stranded_t = gpus, now
 
-    def _node_victims(self, vc: _VC, nodes: NodePlacement, st: JobState, head_key: tuple[float, ...],
-                      victims_pool: list[tuple[tuple[float, ...], int]], now: float) -> list[int] | None:
+    def _node_victims(
+        self,
+        vc: _VC,
+        nodes: NodePlacement,
+        st: JobState,
+        head_key: tuple[float, ...],
+        victims_pool: list[tuple[tuple[float, ...], int]],
+        now: float,
+    ) -> list[int] | None:
         """Node placement: the strictly worse running jobs to evict so that `st` fits."""
         key = self.policy.key
 

@@ -21,7 +21,14 @@ from schedmate.core.errors import ConfigError, InputError
 if TYPE_CHECKING:
     from schedmate.sim.engine import JobState
 
-__all__ = ["Estimator", "OracleEstimator", "NoisyEstimator", "HistoryEstimator", "FileEstimator", "make_estimator"]
+__all__ = [
+    "Estimator",
+    "OracleEstimator",
+    "NoisyEstimator",
+    "HistoryEstimator",
+    "FileEstimator",
+    "make_estimator",
+]
 
 
 class Estimator(Protocol):
@@ -103,7 +110,9 @@ class FileEstimator:
                     jid, raw = line.split(",")[:2]
                     val = float(raw)
             except (ValueError, KeyError, TypeError):
-                raise InputError(f"{p}:{no}: expected job_id,estimate_s (or JSON with job_id, estimate_s)") from None
+                raise InputError(
+                    f"{p}:{no}: expected job_id,estimate_s (or JSON with job_id, estimate_s)"
+                ) from None
             if not math.isfinite(val) or val <= 0:
                 raise InputError(f"{p}:{no}: estimate must be a positive number")
             self.values[jid.strip()] = val
@@ -137,4 +146,6 @@ def make_estimator(spec: str, seed: int = 0) -> Estimator:
             return NoisyEstimator(seed=seed, errors=errs)
     if name == "file" and arg:
         return FileEstimator(arg)
-    raise ConfigError(f"unknown estimator '{spec}'; valid: oracle, history, noisy[:sigma|:errors_file], file:PATH")
+    raise ConfigError(
+        f"unknown estimator '{spec}'; valid: oracle, history, noisy[:sigma|:errors_file], file:PATH"
+    )

@@ -46,8 +46,14 @@ class FailureModel:
         spec = spec.strip()
         if spec in ("on", "default", ""):
             return cls()
-        names = {"infra": "infra_per_gpu_h", "app": "app_prob", "checkpoint": "checkpoint_s",
-                 "retries": "blind_retries", "seed": "seed", "trace_status": "use_trace_status"}
+        names = {
+            "infra": "infra_per_gpu_h",
+            "app": "app_prob",
+            "checkpoint": "checkpoint_s",
+            "retries": "blind_retries",
+            "seed": "seed",
+            "trace_status": "use_trace_status",
+        }
         types = {f.name: f.type for f in fields(cls)}
         out = cls()
         for part in spec.split(","):
@@ -57,8 +63,13 @@ class FailureModel:
                 raise ConfigError(f"failure spec '{spec}': '{part}' is not one of {', '.join(names)}=VALUE")
             try:
                 kind = types[name]
-                val: float | int | bool = (int(v) if kind == "int" else v.strip().lower() in ("1", "true", "yes")
-                                           if kind == "bool" else float(v))
+                val: float | int | bool = (
+                    int(v)
+                    if kind == "int"
+                    else v.strip().lower() in ("1", "true", "yes")
+                    if kind == "bool"
+                    else float(v)
+                )
             except ValueError:
                 raise ConfigError(f"failure spec '{spec}': '{part}' has a bad value") from None
             if isinstance(val, float | int) and not isinstance(val, bool) and val < 0:

@@ -77,7 +77,9 @@ class InterferenceModel:
                     try:
                         labels[(r["model"], r["dataset"], r["batchsize"], r["amp"])] = int(r["label"])
                     except (KeyError, ValueError):
-                        raise InputError(f"{d / 'single_data.csv'}:{no}: expected model,dataset,batchsize,amp,...,label") from None
+                        raise InputError(
+                            f"{d / 'single_data.csv'}:{no}: expected model,dataset,batchsize,amp,...,label"
+                        ) from None
             samples: list[tuple[int, int, float]] = []  # class, partner class, slowdown
             with (d / "colocate_info.csv").open(newline="") as fh:
                 for no, r in enumerate(csv.DictReader(fh), 2):
@@ -86,7 +88,9 @@ class InterferenceModel:
                         b = labels[(r["model2"], r["dataset2"], r["batchsize2"], r["amp2"])]
                         s1, s2 = float(r["speed1"]), float(r["speed2"])
                     except (KeyError, ValueError):
-                        raise InputError(f"{d / 'colocate_info.csv'}:{no}: a pair with an unknown workload or speed") from None
+                        raise InputError(
+                            f"{d / 'colocate_info.csv'}:{no}: a pair with an unknown workload or speed"
+                        ) from None
                     samples.append((a, b, 1.0 / min(s1, 1.0)))
                     samples.append((b, a, 1.0 / min(s2, 1.0)))
         except OSError as exc:
@@ -103,7 +107,9 @@ class InterferenceModel:
         def mae(train: list[tuple[int, int, float]], test: list[tuple[int, int, float]]) -> float:
             c = cells(train)
             overall = statistics.fmean(s for _, _, s in train)
-            return statistics.fmean(abs(s - (statistics.fmean(c[a][b]) if c[a][b] else overall)) for a, b, s in test)
+            return statistics.fmean(
+                abs(s - (statistics.fmean(c[a][b]) if c[a][b] else overall)) for a, b, s in test
+            )
 
         full = cells(samples)
         missing = [(a, b) for a in range(N_CLASSES) for b in range(N_CLASSES) if not full[a][b]]
@@ -118,22 +124,42 @@ class InterferenceModel:
             test = [s for i, s in enumerate(samples) if i // 2 in held]
             cv.append(mae(train, test))
         overall = statistics.fmean(s for _, _, s in samples)
-        err = {"mae_in_sample": round(mae(samples, samples), 4), "mae_cv": round(statistics.fmean(cv), 4),
-               "mae_constant": round(statistics.fmean(abs(s - overall) for _, _, s in samples), 4),
-               "mean_slowdown": round(overall, 4), "n_samples": len(samples)}
-        return cls(tuple(tuple(round(statistics.fmean(full[a][b]), 4) for b in range(N_CLASSES)) for a in range(N_CLASSES)),
-                   tuple(tuple(_quantiles(full[a][b]) for b in range(N_CLASSES)) for a in range(N_CLASSES)),
-                   tuple(tuple(len(full[a][b]) for b in range(N_CLASSES)) for a in range(N_CLASSES)),
-                   err, source=str(d.name))
+        err = {
+            "mae_in_sample": round(mae(samples, samples), 4),
+            "mae_cv": round(statistics.fmean(cv), 4),
+            "mae_constant": round(statistics.fmean(abs(s - overall) for _, _, s in samples), 4),
+            "mean_slowdown": round(overall, 4),
+            "n_samples": len(samples),
+        }
+        return cls(
+            tuple(
+                tuple(round(statistics.fmean(full[a][b]), 4) for b in range(N_CLASSES))
+                for a in range(N_CLASSES)
+            ),
+            tuple(tuple(_quantiles(full[a][b]) for b in range(N_CLASSES)) for a in range(N_CLASSES)),
+            tuple(tuple(len(full[a][b]) for b in range(N_CLASSES)) for a in range(N_CLASSES)),
+            err,
+            source=str(d.name),
+        )
 
     def to_dict(self) -> dict:
-        return {"mean": self.mean, "quantiles": self.quantiles, "n_pairs": self.n_pairs,
-                "fit_error": self.fit_error, "source": self.source}
+        return {
+            "mean": self.mean,
+            "quantiles": self.quantiles,
+            "n_pairs": self.n_pairs,
+            "fit_error": self.fit_error,
+            "source": self.source,
+        }
 
     @classmethod
     def from_dict(cls, obj: dict) -> InterferenceModel:
-        return cls(tuple(tuple(r) for r in obj["mean"]), tuple(tuple(tuple(q) for q in r) for r in obj["quantiles"]),
-                   tuple(tuple(r) for r in obj["n_pairs"]), dict(obj["fit_error"]), obj.get("source", ""))
+        return cls(
+            tuple(tuple(r) for r in obj["mean"]),
+            tuple(tuple(tuple(q) for q in r) for r in obj["quantiles"]),
+            tuple(tuple(r) for r in obj["n_pairs"]),
+            dict(obj["fit_error"]),
+            obj.get("source", ""),
+        )
 
     @classmethod
     def shipped(cls) -> InterferenceModel:
@@ -147,8 +173,13 @@ class InterferenceModel:
         """Every pair slows down by exactly `slowdown` (tests, what-if studies)."""
         row = tuple(slowdown for _ in range(N_CLASSES))
         q = tuple(tuple((slowdown,) * len(QUANTILES) for _ in range(N_CLASSES)) for _ in range(N_CLASSES))
-        return InterferenceModel(tuple(row for _ in range(N_CLASSES)), q, ((0,) * N_CLASSES,) * N_CLASSES, {},
-                                 source=f"constant {slowdown}")
+        return InterferenceModel(
+            tuple(row for _ in range(N_CLASSES)),
+            q,
+            ((0,) * N_CLASSES,) * N_CLASSES,
+            {},
+            source=f"constant {slowdown}",
+        )
 
 
 def _write_table(model: InterferenceModel, path: Path) -> None:
@@ -157,8 +188,10 @@ def _write_table(model: InterferenceModel, path: Path) -> None:
     rows.append(' "quantiles": [')
     rows += [f"  [{', '.join(json.dumps(q) for q in row)}]," for row in d["quantiles"]]
     body = "{\n" + "\n".join(rows) + "\n ],\n}"
-    path.write_text('"""Interference table fitted by `python -m schedmate.sim.interference` (generated; do not edit)."""\n\n'
-                    f"TABLE = {body}\n")
+    path.write_text(
+        '"""Interference table fitted by `python -m schedmate.sim.interference` (generated; do not edit)."""\n\n'
+        f"TABLE = {body}\n"
+    )
 
 
 if __name__ == "__main__":  # python -m schedmate.sim.interference ../shared/data/interference

@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 __all__ = ["check_allocation"]
 
 
-def check_allocation(jobs: Sequence[JobState], running: Iterable[int], capacity: int, free: int,
-                     nodes: NodePlacement | None) -> None:
+def check_allocation(
+    jobs: Sequence[JobState], running: Iterable[int], capacity: int, free: int, nodes: NodePlacement | None
+) -> None:
     """Packed pairs are symmetric, of one size and share one allocation; GPUs in use = solo
     jobs + pairs counted once = capacity - free. With nodes: every node holds at most its
     GPUs (a pair once, so at most two jobs per GPU), its free count and bucket agree."""
@@ -43,8 +44,10 @@ def check_allocation(jobs: Sequence[JobState], running: Iterable[int], capacity:
         for n, h in enumerate(held):
             size = nodes.sizes[n]
             if h > size or per_job[n] > 2 * size or h != size - nodes.free[n]:
-                raise RuntimeError(f"engine invariant broken: node {n} holds {h} GPUs for {per_job[n]} job-GPUs, "
-                                   f"{nodes.free[n]} free of {size}")
+                raise RuntimeError(
+                    f"engine invariant broken: node {n} holds {h} GPUs for {per_job[n]} job-GPUs, "
+                    f"{nodes.free[n]} free of {size}"
+                )
         used = sum(held)
     if used != capacity - free or free < 0:
         raise RuntimeError(f"engine invariant broken: {used} GPUs in use, {free} free of {capacity}")

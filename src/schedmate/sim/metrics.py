@@ -28,7 +28,9 @@ class Metrics:
     lost_gpu_h: float = 0.0  # GPU-hours of work redone after failures or spent on doomed retries
     packs: int = 0  # times a job was packed next to another
     unpacks: int = 0  # packed pairs split after a measured slowdown
-    stranded_gpu_h: float = 0.0  # node placement: GPU-hours free while the best pending job fit by count, on no node
+    stranded_gpu_h: float = (
+        0.0  # node placement: GPU-hours free while the best pending job fit by count, on no node
+    )
     stranded_frac: float = 0.0  # the same as a share of the cluster's GPU-time (capacity x makespan)
 
     def to_json_dict(self) -> dict[str, float | int | str]:
@@ -45,17 +47,32 @@ def _stats(policy: str, jobs: list, capacity: int, busy_gpu_s: float, unsched: i
     queue = start - submit
     makespan = float(end.max() - submit.min())
     util = busy_gpu_s / (capacity * makespan) if makespan > 0 and capacity else 0.0
-    return Metrics(policy, len(jobs), float(jct.mean()), float(np.percentile(jct, 50)), float(np.percentile(jct, 99)),
-                   float(queue.mean()), float(np.percentile(queue, 99)), makespan, util, unsched,
-                   int(sum(j.preemptions for j in jobs)))
+    return Metrics(
+        policy,
+        len(jobs),
+        float(jct.mean()),
+        float(np.percentile(jct, 50)),
+        float(np.percentile(jct, 99)),
+        float(queue.mean()),
+        float(np.percentile(queue, 99)),
+        makespan,
+        util,
+        unsched,
+        int(sum(j.preemptions for j in jobs)),
+    )
 
 
 def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     """Overall metrics and a per-virtual-cluster breakdown."""
     done = res.finished()
-    overall = replace(_stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable),
-                      failures=res.infra_failures + res.app_failures, lost_gpu_h=res.lost_gpu_s / 3600,
-                      packs=res.packs, unpacks=res.unpacks, stranded_gpu_h=res.stranded_gpu_s / 3600)
+    overall = replace(
+        _stats(res.policy, done, res.capacity, res.busy_gpu_s, res.unschedulable),
+        failures=res.infra_failures + res.app_failures,
+        lost_gpu_h=res.lost_gpu_s / 3600,
+        packs=res.packs,
+        unpacks=res.unpacks,
+        stranded_gpu_h=res.stranded_gpu_s / 3600,
+    )
     if overall.makespan_s > 0 and res.capacity:
         overall = replace(overall, stranded_frac=res.stranded_gpu_s / (res.capacity * overall.makespan_s))
     per_vc: dict[str, Metrics] = {}

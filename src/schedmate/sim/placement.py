@@ -129,7 +129,9 @@ class NodePlacement:
         for f, bucket in enumerate(self.buckets):
             for n in bucket:
                 if self.free[n] != f or not 0 <= f <= self.sizes[n]:
-                    raise RuntimeError(f"engine invariant broken: node {n} in bucket {f}, free {self.free[n]}")
+                    raise RuntimeError(
+                        f"engine invariant broken: node {n} in bucket {f}, free {self.free[n]}"
+                    )
             seen += len(bucket)
         if seen != len(self.sizes):
             raise RuntimeError(f"engine invariant broken: {seen} bucketed nodes of {len(self.sizes)}")

@@ -94,17 +94,30 @@ def _philly(path: Path) -> Iterator[TraceJob]:
         try:
             ts = datetime.strptime(row["timestamp"].strip(), "%Y-%m-%d %H:%M:%S").timestamp()
         except (KeyError, ValueError):
-            raise InputError(f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)") from None
-        yield TraceJob(f"philly-{no}", ts, _num(path, no, row, "duration"), int(_num(path, no, row, "num_gpus")),
-                       row.get("cluster", "default").strip() or "default")
+            raise InputError(
+                f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)"
+            ) from None
+        yield TraceJob(
+            f"philly-{no}",
+            ts,
+            _num(path, no, row, "duration"),
+            int(_num(path, no, row, "num_gpus")),
+            row.get("cluster", "default").strip() or "default",
+        )
 
 
 def _helios(path: Path) -> Iterator[TraceJob]:
     for no, row in _rows(path):
-        yield TraceJob(row.get("job_id", str(no)), _num(path, no, row, "submit_time") / 1e6,
-                       _num(path, no, row, "duration_s"), int(_num(path, no, row, "num_chips")),
-                       row.get("tenant", "default") or "default", row.get("user", ""), row.get("class", ""),
-                       failed=row.get("final_status", "").strip().upper() == "FAILED")
+        yield TraceJob(
+            row.get("job_id", str(no)),
+            _num(path, no, row, "submit_time") / 1e6,
+            _num(path, no, row, "duration_s"),
+            int(_num(path, no, row, "num_chips")),
+            row.get("tenant", "default") or "default",
+            row.get("user", ""),
+            row.get("class", ""),
+            failed=row.get("final_status", "").strip().upper() == "FAILED",
+        )
 
 
 def _alibaba(path: Path) -> Iterator[TraceJob]:
@@ -117,8 +130,15 @@ def _alibaba(path: Path) -> Iterator[TraceJob]:
         milli = _num(path, no, row, "gpu_milli", allow_empty=True)
         if gpus == 0 and not math.isnan(milli) and milli > 0:
             gpus = 1
-        yield TraceJob(row.get("name", str(no)), created, max(0.0, deleted - start), gpus, row.get("qos", "default") or "default",
-                       share=_share_from_fraction(gpus, milli), failed=row.get("pod_phase", "").strip() == "Failed")
+        yield TraceJob(
+            row.get("name", str(no)),
+            created,
+            max(0.0, deleted - start),
+            gpus,
+            row.get("qos", "default") or "default",
+            share=_share_from_fraction(gpus, milli),
+            failed=row.get("pod_phase", "").strip() == "Failed",
+        )
 
 
 def _share_from_fraction(gpus: int, milli: float) -> int:
@@ -131,8 +151,12 @@ def _share_from_fraction(gpus: int, milli: float) -> int:
 
 def _rfold(path: Path) -> Iterator[TraceJob]:
     for no, row in _rows(path):
-        yield TraceJob(row.get("job id", str(no)).strip(), _num(path, no, row, "arrival time (sec)"),
-                       _num(path, no, row, "duration (sec)"), max(1, math.ceil(_num(path, no, row, "size"))))
+        yield TraceJob(
+            row.get("job id", str(no)).strip(),
+            _num(path, no, row, "arrival time (sec)"),
+            _num(path, no, row, "duration (sec)"),
+            max(1, math.ceil(_num(path, no, row, "size"))),
+        )
 
 
 def _native(path: Path) -> Iterator[TraceJob]:
@@ -161,13 +185,25 @@ def _native_row(path: Path, no: int, row: dict[str, str]) -> TraceJob:
     share = (row.get("share_class") or "").strip()
     if share not in ("", "0", "1", "2"):
         raise InputError(f"{path}:{no}: 'share_class' must be 0, 1 or 2, got {share!r}")
-    return TraceJob(row.get("job_id") or str(no), _num(path, no, row, "submit_s"), _num(path, no, row, "duration_s"),
-                    int(gpus), row.get("vc") or "default", row.get("user", ""), row.get("name", ""),
-                    share=int(share) if share else -1, failed=(row.get("status") or "").strip().lower() == "failed")
+    return TraceJob(
+        row.get("job_id") or str(no),
+        _num(path, no, row, "submit_s"),
+        _num(path, no, row, "duration_s"),
+        int(gpus),
+        row.get("vc") or "default",
+        row.get("user", ""),
+        row.get("name", ""),
+        share=int(share) if share else -1,
+        failed=(row.get("status") or "").strip().lower() == "failed",
+    )
 
 
 TRACE_FORMATS: dict[str, Callable[[Path], Iterator[TraceJob]]] = {
-    "philly": _philly, "helios": _helios, "alibaba": _alibaba, "rfold": _rfold, "native": _native,
+    "philly": _philly,
+    "helios": _helios,
+    "alibaba": _alibaba,
+    "rfold": _rfold,
+    "native": _native,
 }
 
 
@@ -189,8 +225,9 @@ def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[
     return [replace(j, submit_s=j.submit_s - t0) for j in jobs]
 
 
-def synthetic_trace(n: int, *, seed: int = 0, vcs: Iterable[str] = ("a", "b"), mean_gap_s: float = 60.0,
-                    users: int = 8) -> list[TraceJob]:
+def synthetic_trace(
+    n: int, *, seed: int = 0, vcs: Iterable[str] = ("a", "b"), mean_gap_s: float = 60.0, users: int = 8
+) -> list[TraceJob]:
     """Heavy-tailed durations, power-of-two GPU counts, Poisson arrivals (tests, demo)."""
     rng = random.Random(seed)
     vcs = list(vcs)

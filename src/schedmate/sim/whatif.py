@@ -41,9 +41,17 @@ def snapshot_at(jobs: Sequence[TraceJob], truth: SimResult, t: float) -> Snapsho
     return Snapshot(t, running, pending)
 
 
-def predict_starts(snap: Snapshot, cluster: dict[str, int], policy: SchedulingPolicy, estimator: Estimator,
-                   *, remaining_error: float = 0.0, placement: str = "pool", gpus_per_node: int = 8,
-                   node_sizes: Mapping[str, Sequence[int]] | None = None) -> dict[str, float]:
+def predict_starts(
+    snap: Snapshot,
+    cluster: dict[str, int],
+    policy: SchedulingPolicy,
+    estimator: Estimator,
+    *,
+    remaining_error: float = 0.0,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
+    node_sizes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, float]:
     """Predicted start time of every pending job. Running jobs' remaining times come from the
     tracker's ETA (true remaining x (1 + `remaining_error`)); pending jobs' durations from
     `estimator` (the Advisor's, or history). With node placement the snapshot's running jobs
@@ -58,31 +66,61 @@ def predict_starts(snap: Snapshot, cluster: dict[str, int], policy: SchedulingPo
         pend.append(replace(j, duration_s=est))
     running = [(j, r * (1.0 + remaining_error)) for j, r in snap.running]
     # inside a prediction the (estimated) durations are taken as given
-    sim = Simulator(pend or [TraceJob("_none", snap.time, 0.0, 1, next(iter(cluster)))], cluster, policy,
-                    OracleEstimator(), start_at=snap.time, running=running, placement=placement,
-                    gpus_per_node=gpus_per_node, node_sizes=node_sizes)
+    sim = Simulator(
+        pend or [TraceJob("_none", snap.time, 0.0, 1, next(iter(cluster)))],
+        cluster,
+        policy,
+        OracleEstimator(),
+        start_at=snap.time,
+        running=running,
+        placement=placement,
+        gpus_per_node=gpus_per_node,
+        node_sizes=node_sizes,
+    )
     res = sim.run()
-    return {st.job_id: st.first_start for st in res.jobs if st.job_id != "_none" and st.first_start >= 0
-            and st.idx < len(pend)}
+    return {
+        st.job_id: st.first_start
+        for st in res.jobs
+        if st.job_id != "_none" and st.first_start >= 0 and st.idx < len(pend)
+    }
 
 
-def evaluate_wait_prediction(jobs: Sequence[TraceJob], truth: SimResult, cluster: dict[str, int],
-                             policy: SchedulingPolicy, estimator: Estimator, times: Sequence[float],
-                             *, placement: str = "pool", gpus_per_node: int = 8,
-                             node_sizes: Mapping[str, Sequence[int]] | None = None) -> dict[str, float]:
+def evaluate_wait_prediction(
+    jobs: Sequence[TraceJob],
+    truth: SimResult,
+    cluster: dict[str, int],
+    policy: SchedulingPolicy,
+    estimator: Estimator,
+    times: Sequence[float],
+    *,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
+    node_sizes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, float]:
     """Absolute errors of predicted start times vs the full simulation, over snapshots."""
     errors: list[float] = []
     waits: list[float] = []
     by_id = {st.job_id: st for st in truth.jobs}
     for t in times:
         snap = snapshot_at(jobs, truth, t)
-        pred = predict_starts(snap, cluster, policy, estimator, placement=placement, gpus_per_node=gpus_per_node,
-                              node_sizes=node_sizes)
+        pred = predict_starts(
+            snap,
+            cluster,
+            policy,
+            estimator,
+            placement=placement,
+            gpus_per_node=gpus_per_node,
+            node_sizes=node_sizes,
+        )
         for jid, p in pred.items():
             actual = by_id[jid].first_start
             errors.append(abs(p - actual))
             waits.append(actual - t)
     if not errors:
         return {"n": 0}
-    return {"n": len(errors), "median_abs_error_s": statistics.median(errors),
-            "mean_abs_error_s": statistics.fmean(errors), "median_remaining_wait_s": statistics.median(waits)}
+    return {
+        "n": len(errors),
+        "median_abs_error_s": statistics.median(errors),
+        "mean_abs_error_s": statistics.fmean(errors),
+        "median_remaining_wait_s": statistics.median(waits),
+    }

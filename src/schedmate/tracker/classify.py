@@ -70,7 +70,9 @@ def load_exemplars(path: Path | None = None) -> list[Exemplar]:
             obj = json.loads(line)
             out.append(Exemplar(LineKind(obj["label"]), str(obj["text"])))
         except (ValueError, KeyError, TypeError):
-            raise InputError(f"{where}:{no}: expected {{\"label\": progress|error|warning|info, \"text\": ...}}") from None
+            raise InputError(
+                f'{where}:{no}: expected {{"label": progress|error|warning|info, "text": ...}}'
+            ) from None
     return out
 
 
@@ -78,8 +80,11 @@ def is_training_progress(text: str) -> bool:
     """True when the parser finds a step counter, a loss or a step time on the line."""
     c = parse_line(text)
     v = c.values
-    return ("step" in v and (len(v) > 2 or c.is_bar)) or "loss" in v or "step_time" in v or (
-        "step" in v and c.n_metrics >= 1
+    return (
+        ("step" in v and (len(v) > 2 or c.is_bar))
+        or "loss" in v
+        or "step_time" in v
+        or ("step" in v and c.n_metrics >= 1)
     )
 
 

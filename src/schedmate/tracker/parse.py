@@ -44,7 +44,9 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
-_BAR_NOTOTAL = re.compile(r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s")
+_BAR_NOTOTAL = re.compile(
+    r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s"
+)
 
 _KEY = r"[A-Za-z_][\w./\-]*(?:\([^)\s]{1,10}\))?(?:[ ][A-Za-z][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
 _VALUE = (
@@ -52,11 +54,15 @@ _VALUE = (
     r"(?P<u>" + _UNIT + r"(?:/[A-Za-z]+)?)"
 )
 _KV = re.compile(
-    r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)" + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>") + r"(?P=qq)"
+    r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)"
+    + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>")
+    + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?![\w.])"
 )
 _RATE = re.compile(
-    r"(?P<v>" + NUM + r")\s*(?P<u>(?:ms|s|sec|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter)"
+    r"(?P<v>"
+    + NUM
+    + r")\s*(?P<u>(?:ms|s|sec|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
 )
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
@@ -106,7 +112,9 @@ def parse_duration(text: str) -> float | None:
         for n in nums:
             total = total * 60 + n
         return total
-    m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?", t)
+    m = re.fullmatch(
+        r"(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?", t
+    )
     if m and any(m.groups()):
         d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
         return d * 86400 + h * 3600 + mi * 60 + s
@@ -165,8 +173,21 @@ def _apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
         c.throughput = (value, unit)
 
 
-_GENERIC = {"time", "it", "batch", "steps", "ep", "update", "updates", "elapsed", "remaining", "wall", "eta",
-            "epochs", "iters"}
+_GENERIC = {
+    "time",
+    "it",
+    "batch",
+    "steps",
+    "ep",
+    "update",
+    "updates",
+    "elapsed",
+    "remaining",
+    "wall",
+    "eta",
+    "epochs",
+    "iters",
+}
 _LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
@@ -252,7 +273,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
             return text
         c.is_bar = True
         c.put("step", 3, float(m2["n"]))
-        return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end():]
+        return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
     c.is_bar = True
     desc = text[: m.start()]
     if EVAL_WORDS.search(desc):
@@ -273,7 +294,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
             c.put("remaining", 3, rem)
     if m["postfix"]:
         _parse_kvs(c, m["postfix"])
-    return desc + " " * (m.end() - m.start()) + text[m.end():]
+    return desc + " " * (m.end() - m.start()) + text[m.end() :]
 
 
 def _parse_kvs(c: Candidates, text: str) -> str:
@@ -315,8 +336,11 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
     pairs: list[tuple[str, str]]
     try:
         obj = json.loads(t)
-        pairs = [(str(k), str(v)) for k, v in obj.items() if isinstance(v, (int, float, str))] \
-            if isinstance(obj, dict) else []
+        pairs = (
+            [(str(k), str(v)) for k, v in obj.items() if isinstance(v, (int, float, str))]
+            if isinstance(obj, dict)
+            else []
+        )
     except ValueError:
         pairs = _QUOTED_KV.findall(t)
     if not pairs:

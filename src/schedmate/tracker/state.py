@@ -109,7 +109,7 @@ class TableReader:
         n = len(self.header)
         if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
             return None
-        c = parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]):]) if len(toks) > n else Candidates()
+        c = parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :]) if len(toks) > n else Candidates()
         for key, tok in zip(self.header, toks[:n], strict=True):
             hit = field_for_key(key)
             if hit is None:
@@ -190,8 +190,13 @@ def summarize(
 
     step_time = values.get("step_time_s")
     thr = values.get("throughput")
-    if (step_time is None and isinstance(thr, Throughput) and batch_size and thr.value > 0
-            and re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I)):
+    if (
+        step_time is None
+        and isinstance(thr, Throughput)
+        and batch_size
+        and thr.value > 0
+        and re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I)
+    ):
         step_time = batch_size / thr.value
     elapsed = values.get("elapsed_s")
     if step_time is None and isinstance(elapsed, float) and step and anchor and anchor.elapsed_s is not None:
@@ -264,13 +269,19 @@ def _choose_anchor(
     skipped: set[str] = set()
     if main is not None:
         main_step = top[main]
-        skipped = {k for k in scale if k != main and scale[k] < 0.1 * scale[main] and top[k] < 0.1 * main_step}
+        skipped = {
+            k for k in scale if k != main and scale[k] < 0.1 * scale[main] and top[k] < 0.1 * main_step
+        }
     candidates = [s for s in stepped if _stream(s) not in skipped] or stepped
     anchor = candidates[-1]
     if anchor.total_steps is None:
         for s in reversed(candidates[-6:-1]):
-            if s.total_steps and s.step is not None and abs(s.step - (anchor.step or 0)) <= 1 \
-                    and _stream(s) != _stream(anchor):
+            if (
+                s.total_steps
+                and s.step is not None
+                and abs(s.step - (anchor.step or 0)) <= 1
+                and _stream(s) != _stream(anchor)
+            ):
                 anchor = s
                 break
     return anchor, skipped
@@ -291,8 +302,15 @@ class EventDetector:
     the last progress with the usual gap between progress lines.
     """
 
-    def __init__(self, *, factor: float = 1.3, k: int = 5, baseline_n: int = 30,
-                 stall_factor: float = 10.0, stall_min_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        *,
+        factor: float = 1.3,
+        k: int = 5,
+        baseline_n: int = 30,
+        stall_factor: float = 10.0,
+        stall_min_s: float = 300.0,
+    ) -> None:
         self.factor, self.k = factor, k
         self.base: deque[float] = deque(maxlen=baseline_n)
         self.recent: deque[float] = deque(maxlen=k)
@@ -314,8 +332,14 @@ class EventDetector:
         """
         events: list[TrackEvent] = []
         dt = s.step_time_s
-        if dt is None and s.timestamp is not None and self.last_ts is not None and s.step is not None \
-                and self.last_step is not None and s.step > self.last_step:
+        if (
+            dt is None
+            and s.timestamp is not None
+            and self.last_ts is not None
+            and s.step is not None
+            and self.last_step is not None
+            and s.step > self.last_step
+        ):
             dt = (s.timestamp - self.last_ts) / (s.step - self.last_step)
         t = now if now is not None else s.timestamp
         if s.step is not None and s.step != self.last_step:
@@ -339,8 +363,14 @@ class EventDetector:
             ratio = cur / base if base > 0 else 1.0
             if not self.slow and ratio >= self.factor:
                 self.slow = True
-                events.append(TrackEvent("slowdown", s.line_no,
-                                         f"step time {cur:.3g}s is {ratio:.2f}x the usual {base:.3g}s", ratio))
+                events.append(
+                    TrackEvent(
+                        "slowdown",
+                        s.line_no,
+                        f"step time {cur:.3g}s is {ratio:.2f}x the usual {base:.3g}s",
+                        ratio,
+                    )
+                )
             elif self.slow and ratio < 1 + (self.factor - 1) / 2:
                 self.slow = False
                 events.append(TrackEvent("recovered", s.line_no, f"step time back to {cur:.3g}s", ratio))
@@ -353,12 +383,20 @@ class EventDetector:
         if self.last_time is None or self.stalled:
             return None
         usual = statistics.median(self.gaps) if self.gaps else None
-        limit = max(self.stall_min_s, self.stall_factor * usual) if usual else self.stall_min_s * self.stall_factor
+        limit = (
+            max(self.stall_min_s, self.stall_factor * usual)
+            if usual
+            else self.stall_min_s * self.stall_factor
+        )
         idle = now - self.last_time
         if idle > limit:
             self.stalled = True
-            return TrackEvent("stall", self.last_line, f"no progress for {idle:.0f}s (limit {limit:.0f}s)",
-                              idle / usual if usual else None)
+            return TrackEvent(
+                "stall",
+                self.last_line,
+                f"no progress for {idle:.0f}s (limit {limit:.0f}s)",
+                idle / usual if usual else None,
+            )
         return None
 
 

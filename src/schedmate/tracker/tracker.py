@@ -20,7 +20,9 @@ from schedmate.tracker.templates import mask_line
 
 __all__ = ["MetricTracker", "TrackUpdate"]
 
-_CONFIG_TOTAL = re.compile(r"max_iter|max_steps|num_iterations|total_steps|train_iters|num_training_steps", re.I)
+_CONFIG_TOTAL = re.compile(
+    r"max_iter|max_steps|num_iterations|total_steps|train_iters|num_training_steps", re.I
+)
 
 
 def _config_total_of(text: str) -> int | None:
@@ -82,9 +84,16 @@ class MetricTracker:
         if result.has_progress and result.total_steps is None and not reached_start:
             total = self._config_total(p)
             if total and result.step is not None and result.step <= total:
-                result = replace(result, total_steps=total, progress=result.step / total,
-                                 eta_s=result.eta_s if result.eta_s is not None else
-                                 (total - result.step) * result.step_time_s if result.step_time_s else None)
+                result = replace(
+                    result,
+                    total_steps=total,
+                    progress=result.step / total,
+                    eta_s=result.eta_s
+                    if result.eta_s is not None
+                    else (total - result.step) * result.step_time_s
+                    if result.step_time_s
+                    else None,
+                )
         stall = self._stall_event(p, result, now) if live else None
         if stall is not None:
             result = replace(result, events=result.events + (stall,))
@@ -146,7 +155,7 @@ class MetricTracker:
                 if seen >= self.settings.max_samples:
                     first = i
                     break
-        for text in lines[max(0, first - 10_000):first]:
+        for text in lines[max(0, first - 10_000) : first]:
             table.offer_header(text)  # a table header may sit above the cut
         samples: list[tuple[ProgressSample, bool]] = []
         batch_size: float | None = None
@@ -181,12 +190,18 @@ class MetricTracker:
             return None
         limit = max(self.settings.stall_min_s, self.settings.stall_factor * result.step_time_s)
         if age > limit:
-            return TrackEvent("stall", result.last_progress_line_no or 0,
-                              f"log not written for {age:.0f}s (limit {limit:.0f}s)", age / result.step_time_s)
+            return TrackEvent(
+                "stall",
+                result.last_progress_line_no or 0,
+                f"log not written for {age:.0f}s (limit {limit:.0f}s)",
+                age / result.step_time_s,
+            )
         return None
 
     # -- streaming -----------------------------------------------------------------------
-    def classify_file(self, path: str | Path, progress: Callable[[int], None] | None = None) -> Counter[LineKind]:
+    def classify_file(
+        self, path: str | Path, progress: Callable[[int], None] | None = None
+    ) -> Counter[LineKind]:
         """Classify every line of a file in bounded memory; returns counts per kind."""
         p = Path(path)
         sniff_text(p)
