@@ -9,7 +9,11 @@ from typing import Any
 
 from schedmate.core.diagnosis import FailureReport, RecoveryAction  # re-exported
 
+# Every --json record and stored JSON document carries this; bump it on an incompatible change.
+SCHEMA_VERSION = 1
+
 __all__ = [
+    "SCHEMA_VERSION",
     "LineKind",
     "LogLine",
     "Throughput",
