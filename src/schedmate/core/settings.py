@@ -23,6 +23,8 @@ __all__ = [
     "EmbedderSettings",
     "TrackerSettings",
     "FailureSettings",
+    "SlurmSettings",
+    "WatchSettings",
     "load_settings",
 ]
 
@@ -128,12 +130,48 @@ class AdvisorSettings(_Section):
     )
 
 
+class SlurmSettings(_Section):
+    """The Slurm CLI that `watch` and `schedmate slurm` call (squeue, sinfo, sacct, scontrol)."""
+
+    bin_dir: str = Field("", description="directory of the Slurm commands (default: found on PATH)")
+    conf: str = Field("", description="SLURM_CONF passed to the commands (default: the environment's)")
+    timeout_s: float = Field(20.0, gt=0, description="limit on one Slurm command")
+
+
+class WatchSettings(_Section):
+    """`schedmate watch`: the live agent next to slurmctld. Dry run unless `execute`."""
+
+    interval_s: float = Field(30.0, ge=1, description="seconds between cycles")
+    execute: bool = Field(False, description="carry out actions (else only log what would be done)")
+    state_db: str = Field("", description="SQLite state file (default: cache_dir/watch.db)")
+    partitions: list[str] = Field(default_factory=list, description="partitions acted on (empty = all)")
+    annotate: bool = Field(True, description="write prediction / progress / diagnosis into job Comments")
+    set_time_limit: bool = Field(True, description="lower a pending job's TimeLimit to p90 + margin")
+    time_limit_margin: float = Field(0.25, ge=0, description="fraction added to p90")
+    time_limit_min_margin_s: float = Field(300.0, ge=0, description="at least this many seconds above p90")
+    allow_above_request: bool = Field(False, description="may raise a pending job's limit above its request")
+    requeue_budget: int = Field(2, ge=0, description="requeues of one job by watch, all causes")
+    timeout_requeue: bool = Field(True, description="requeue a job killed at its time limit with more time")
+    timeout_factor: float = Field(2.0, gt=1, description="new limit = old limit x this, at most the cap")
+    max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on any limit watch sets")
+    drains_per_hour: int = Field(1, ge=0, description="node drains allowed per hour (0 = never drain)")
+    max_drained_share: float = Field(0.1, ge=0, le=1, description="of a partition's nodes drained at once")
+    min_failure_confidence: float = Field(0.7, ge=0, le=1, description="below this, annotate only")
+    read_bytes: int = Field(1024 * 1024, ge=4096, description="new log bytes read per job per cycle")
+    window_lines: int = Field(400, ge=20, description="recent log lines kept per running job")
+    max_backoff_s: float = Field(300.0, ge=1, description="longest wait after Slurm or the store failed")
+    metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port (0 = off)")
+    metrics_host: str = "127.0.0.1"
+
+
 class Settings(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     advisor: AdvisorSettings = Field(default_factory=AdvisorSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     tracker: TrackerSettings = Field(default_factory=TrackerSettings)
     failure: FailureSettings = Field(default_factory=FailureSettings)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
+    watch: WatchSettings = Field(default_factory=WatchSettings)
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "schedmate"))
 
 
