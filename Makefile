@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 DEMO_STAMP := $(VENV)/.demo-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint typecheck bench clean slurm
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (schedmate needs Python 3.11)"; exit 2; }
@@ -52,6 +52,11 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/failures.py
 	$(BIN)/python bench/sim.py
 	$(BIN)/python bench/advisor.py
+
+# A real single-node Slurm (slurm-wlm + munge, fake GPUs) for the integration tests; needs root.
+# Prints SLURM_CONF=...; the tests also find it at /var/lib/schedmate-ci/slurm/slurm.conf.
+slurm:
+	bash .ci/provision_slurm.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache .mypy_cache
