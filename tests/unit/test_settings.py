@@ -55,3 +55,46 @@ def test_registry_lists_valid_names() -> None:
     assert reg.create("a") == 1
     with pytest.raises(ConfigError, match="valid: a"):
         reg.create("b")
+
+
+def test_unrelated_env_vars_are_not_settings() -> None:
+    """Variables under the prefix that name no setting (used by tests, wrappers) are ignored."""
+    s = load_settings(environ={"SCHEDMATE_TEST_PG_URL": "postgresql://x@y/z", "SCHEDMATE_FOO": "1"})
+    assert s.embedder.backend == "minilm"
+
+
+def test_typo_inside_a_section_is_still_an_error() -> None:
+    with pytest.raises(ConfigError, match="llm.base_ulr"):
+        load_settings(environ={"SCHEDMATE_LLM__BASE_ULR": "http://x"})
+
+
+def test_bad_value_names_the_layer_that_gave_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as ei:
+        load_settings(overrides={"embedder": {"backend": "x"}}, environ={})
+    assert "command line" in str(ei.value) and "SCHEDMATE_" not in str(ei.value)
+    with pytest.raises(ConfigError) as ei:
+        load_settings(environ={"SCHEDMATE_EMBEDDER__BACKEND": "x"})
+    assert "environment SCHEDMATE_EMBEDDER__BACKEND" in str(ei.value)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[embedder]\nbackend = 'x'\n")
+    with pytest.raises(ConfigError) as ei:
+        load_settings(cfg, environ={"SCHEDMATE_LLM__MODEL": "m"})
+    assert str(cfg) in str(ei.value) and "SCHEDMATE_" not in str(ei.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "binary", "huge"])
+def test_config_file_that_is_not_a_small_text_file(tmp_path: Path, kind: str) -> None:
+    import os
+
+    cfg = tmp_path / "c.toml"
+    if kind == "fifo":
+        os.mkfifo(cfg)
+    elif kind == "dir":
+        cfg.mkdir()
+    elif kind == "binary":
+        cfg.write_bytes(b"\xff\xfe\x00[llm]\x00\x81")
+    else:
+        cfg.write_bytes(b"# x\n" * (2 * 1024 * 1024))
+    with pytest.raises(ConfigError) as ei:
+        load_settings(cfg, environ={})
+    assert str(cfg) in str(ei.value) and "\n" not in str(ei.value)

@@ -185,29 +185,56 @@ def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+def _env_layer(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """Settings from `SCHEDMATE_<SECTION>__<FIELD>` / `SCHEDMATE_<FIELD>` variables, and which
+    variable set each path. Variables that name neither a section nor a top-level field
+    (`SCHEDMATE_TEST_PG_URL`, used by the tests) are not settings and are ignored; a wrong
+    field inside a known section is still an error (a typo must not pass silently)."""
     layer: dict[str, Any] = {}
+    names: dict[tuple[str, ...], str] = {}
+    fields = Settings.model_fields
     for key, value in environ.items():
         if not key.startswith(ENV_PREFIX) or key == CONFIG_ENV:
             continue
         path = key[len(ENV_PREFIX) :].lower().split("__")
+        if path[0] not in fields or (len(path) > 1) != _is_section(path[0]):
+            continue
         node = layer
         for part in path[:-1]:
             node = node.setdefault(part, {})
         node[path[-1]] = value
-    return layer
+        names[tuple(path)] = key
+    return layer, names
+
+
+def _is_section(name: str) -> bool:
+    annotation = Settings.model_fields[name].annotation
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _has_path(data: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 def _file_layer(path: Path) -> dict[str, Any]:
+    from schedmate.core.errors import InputError
+    from schedmate.core.inputs import MAX_CONFIG_BYTES, read_text
+
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{path}: config file not found")
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        text = read_text(path, what="config file", max_bytes=MAX_CONFIG_BYTES)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+        raise ConfigError(f"config file {path}: invalid TOML: {exc}") from None
 
 
 def load_settings(
@@ -223,14 +250,22 @@ def load_settings(
     if cfg:
         data = _file_layer(Path(cfg))
         source = str(cfg)
-    env = _env_layer(environ)
+    env, env_names = _env_layer(environ)
     data = _deep_merge(data, env)
     data = _deep_merge(data, overrides or {})
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        env_name = ENV_PREFIX + "__".join(str(p) for p in err["loc"]).upper()
-        origin = f"{source} / env {env_name}" if env else source
+        loc = tuple(str(p) for p in err["loc"])
+        where = ".".join(loc)
+        # name the layer that gave the bad value: the last one that set it wins
+        if overrides and _has_path(overrides, loc):
+            origin = "command line"
+        elif loc in env_names:
+            origin = f"environment {env_names[loc]}"
+        elif source != "defaults":
+            origin = source
+        else:
+            origin = "defaults"
         raise ConfigError(f"config field '{where}' ({origin}): {err['msg']}") from None
