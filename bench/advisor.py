@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from schedmate.advisor import Advisor, JobRecord, SqliteHistoryStore, read_jobs  # noqa: E402
-from schedmate.advisor.baselines import GBMEstimator, LucidNaiveEstimator  # noqa: E402
-from schedmate.advisor.jobs import LineError, read_trace_jobs  # noqa: E402
+from schedmate.advisor.estimate.baselines import GBMEstimator, LucidNaiveEstimator  # noqa: E402
+from schedmate.advisor.history import LineError, read_trace_jobs  # noqa: E402
 from schedmate.backends.embedder import CachedEmbedder, MiniLMEmbedder  # noqa: E402
 from schedmate.core.settings import AdvisorSettings, EmbedderSettings  # noqa: E402
 

@@ -16,9 +16,10 @@ import pytest
 from two_programs import two_programs
 from typer.testing import CliRunner
 
-from schedmate.advisor import Advisor, InMemoryHistoryStore, JobRecord, store_pg
+from schedmate.advisor import Advisor, InMemoryHistoryStore, JobRecord
+from schedmate.advisor.history import pg as store_pg
+from schedmate.advisor.history.pg import PgvectorHistoryStore, redact_url
 from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.store_pg import PgvectorHistoryStore, redact_url
 from schedmate.backends.embedder import HashEmbedder, MiniLMEmbedder
 from schedmate.cli import app
 from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError

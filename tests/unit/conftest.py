@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedmate.advisor.extract import StaticExtractor
+from schedmate.advisor.extract.extractor import StaticExtractor
 
 
 @pytest.fixture

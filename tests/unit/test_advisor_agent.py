@@ -279,7 +279,7 @@ def test_long_thought_is_cut_not_retried(job: Path) -> None:
 
 def test_reply_schema_has_a_maximum_size() -> None:
     """Tool arguments are the tools' own (typed, strings bounded), never free-form keys."""
-    from schedmate.advisor.tools import JobDirTools
+    from schedmate.advisor.agent import JobDirTools
 
     tools = JobDirTools(Path(__file__).parent)
     inputs = tuple((n, k, d) for t in tools.tools.values() for n, (k, d) in t.inputs.items())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from schedmate.advisor.baselines import GBMEstimator, LucidNaiveEstimator
+from schedmate.advisor.estimate.baselines import GBMEstimator, LucidNaiveEstimator
+from schedmate.advisor.history.base import JobRecord
 from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.store import JobRecord
 
 
 def test_lucid_naive_prefers_user_gpus_and_similar_name() -> None:

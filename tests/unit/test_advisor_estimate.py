@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from schedmate.advisor.estimate import DurationEstimator, calibrate, startup_costs, work_units
+from schedmate.advisor.history.base import JobRecord, Neighbor
 from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.store import JobRecord, Neighbor
 
 
 def nb(i: int, steps: int, dur: float, sim: float = 0.95, gpus: int = 1, params: float = 1e6) -> Neighbor:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from jobfiles import write
 
-from schedmate.advisor.extract import StaticExtractor, directory_digest, guess_entrypoint
-from schedmate.advisor.launch import parse_launch
+from schedmate.advisor.extract.extractor import StaticExtractor, directory_digest, guess_entrypoint
+from schedmate.advisor.extract.launch import parse_launch
 
 
 def test_nanogpt_constants_override_file_and_flags(tmp_path: Path, x: StaticExtractor) -> None:

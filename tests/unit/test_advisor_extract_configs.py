@@ -8,9 +8,9 @@ from pathlib import Path
 
 from jobfiles import write
 
-from schedmate.advisor.configs import flatten
-from schedmate.advisor.extract import StaticExtractor
-from schedmate.advisor.pyconfig import python_config
+from schedmate.advisor.extract.configs import flatten
+from schedmate.advisor.extract.extractor import StaticExtractor
+from schedmate.advisor.extract.pyconfig import python_config
 
 # -- Python config objects ------------------------------------------------------------------
 _DATACLASS_JOB = {

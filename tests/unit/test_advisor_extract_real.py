@@ -6,9 +6,9 @@ from pathlib import Path
 
 from jobfiles import write
 
-from schedmate.advisor.extract import StaticExtractor
-from schedmate.advisor.launch import parse_launch
-from schedmate.advisor.shell import ShellState, assignment, expand_words, split_statements
+from schedmate.advisor.extract.extractor import StaticExtractor
+from schedmate.advisor.extract.launch import parse_launch
+from schedmate.advisor.extract.shell import ShellState, assignment, expand_words, split_statements
 
 
 def _words(script: str, positional: list[str] | None = None) -> list[list[str]]:

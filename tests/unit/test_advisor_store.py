@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from schedmate.advisor.history import InMemoryHistoryStore, JobRecord, SqliteHistoryStore
 from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.store import InMemoryHistoryStore, JobRecord, SqliteHistoryStore
 from schedmate.core.errors import ConfigError, InputError
 
 

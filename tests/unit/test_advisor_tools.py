@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from schedmate.advisor.tools import JobDirTools, Tool, ToolError
+from schedmate.advisor.agent import JobDirTools, Tool, ToolError
 from schedmate.core.errors import InputError
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from schedmate.advisor.jobs import LineError, read_jobs
+from schedmate.advisor.history import LineError, read_jobs
 from schedmate.cli import app
 
 TRAIN = (

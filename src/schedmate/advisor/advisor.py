@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from schedmate.advisor.estimate import DurationEstimator, Prediction, calibrate
 from schedmate.advisor.extract import Extraction, StaticExtractor, directory_digest
-from schedmate.advisor.jobs import LineError
+from schedmate.advisor.history import HistoryStore, JobRecord, LineError
 from schedmate.advisor.metadata import WorkloadMetadata, render_metadata
-from schedmate.advisor.store import HistoryStore, JobRecord
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.settings import AdvisorSettings
 

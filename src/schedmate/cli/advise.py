@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from schedmate.advisor import Advice, JobRecord, LineError, read_jobs
-from schedmate.advisor.jobs import read_sacct_json, read_trace_jobs
-from schedmate.advisor.store_pg import redact_url
+from schedmate.advisor.history import read_sacct_json, read_trace_jobs
+from schedmate.advisor.history.pg import redact_url
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.errors import InputError

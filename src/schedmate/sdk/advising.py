@@ -17,7 +17,7 @@ __all__ = ["advisor_store_path", "build_advisor"]
 def advisor_store_path(settings: Settings, store: str | Path | None = None) -> Path | str:
     """The history store: a `postgresql://` URL as given (a pgvector store), else a file: the
     explicit one, the configured one, or cache_dir/history.db."""
-    from schedmate.advisor.store_pg import is_postgres_url
+    from schedmate.advisor.history.pg import is_postgres_url
 
     location = store or settings.advisor.store
     if is_postgres_url(location):
@@ -38,7 +38,7 @@ def build_advisor(settings: Settings, store: str | Path | None = None) -> Adviso
     location = advisor_store_path(settings, store)
     history: HistoryStore
     if isinstance(location, str):
-        from schedmate.advisor.store_pg import PgvectorHistoryStore
+        from schedmate.advisor.history.pg import PgvectorHistoryStore
 
         history = PgvectorHistoryStore(location, embedder_name=embedder.name)
     else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedmate.advisor.vocab import dataset_size, help_scope
+from schedmate.advisor.extract.vocab import dataset_size, help_scope
 
 __all__ = ["Ref", "CodeFacts", "scan_python", "scan_source"]
 

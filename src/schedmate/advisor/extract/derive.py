@@ -13,11 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from schedmate.advisor.configs import Flat
-from schedmate.advisor.launch import Launch
-from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.pyscan import CodeFacts, Ref
-from schedmate.advisor.vocab import (
+from schedmate.advisor.extract.configs import Flat
+from schedmate.advisor.extract.launch import Launch
+from schedmate.advisor.extract.pyscan import CodeFacts, Ref
+from schedmate.advisor.extract.vocab import (
     FIELD_KEYS,
     FRAMEWORK_IMPORTS,
     dataset_size,
@@ -27,6 +26,7 @@ from schedmate.advisor.vocab import (
     normalize_precision,
     tool_framework,
 )
+from schedmate.advisor.metadata import WorkloadMetadata
 
 __all__ = [
     "Namespace",

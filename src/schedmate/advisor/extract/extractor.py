@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schedmate.advisor.budget import TOKEN_SCOPE, apply_budgets
-from schedmate.advisor.configs import Flat, compose_hydra, literal
-from schedmate.advisor.derive import IGNORED, Candidate, Namespace, derive_metadata, framework_of
-from schedmate.advisor.inherit import load_inherited
-from schedmate.advisor.launch import Launch, inside, parse_launch
-from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.advisor.pyscan import CodeFacts, Ref, scan_python
-from schedmate.advisor.vocab import (
+from schedmate.advisor.extract.budget import TOKEN_SCOPE, apply_budgets
+from schedmate.advisor.extract.configs import Flat, compose_hydra, literal
+from schedmate.advisor.extract.derive import IGNORED, Candidate, Namespace, derive_metadata, framework_of
+from schedmate.advisor.extract.inherit import load_inherited
+from schedmate.advisor.extract.launch import Launch, inside, parse_launch
+from schedmate.advisor.extract.pyscan import CodeFacts, Ref, scan_python
+from schedmate.advisor.extract.vocab import (
     FIELD_KEYS,
     FRAMEWORK_DEFAULTS,
     FRAMEWORK_MARKERS,
     field_for_key,
     size_key,
 )
+from schedmate.advisor.metadata import WorkloadMetadata
 
 __all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_digest"]
 

@@ -1,9 +1,9 @@
-"""HistoryStore: past jobs with their metadata and embedding, and nearest-neighbour search.
+"""SqliteHistoryStore: past jobs with their metadata and embedding, and nearest-neighbour search.
 
 `SqliteHistoryStore` keeps every record (and its embedding) in one SQLite file, the source
 of truth. The vector index (usearch HNSW, cosine) is derived from it and cached next to
 it as `<file>.usearch`; a missing or stale index is rebuilt from SQLite, so losing it loses
-nothing. Small stores are searched exactly. `InMemoryHistoryStore` is the fake for tests.
+nothing. Small stores are searched exactly.
 """
 
 from __future__ import annotations
@@ -14,158 +14,23 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from schedmate.advisor.metadata import WorkloadMetadata
-from schedmate.backends.embedder import normalize_rows
+from schedmate.advisor.history.base import (
+    _COLS,
+    EXACT_BELOW,
+    JobRecord,
+    Neighbor,
+    _checked_vectors,
+    _row_to_record,
+    _unit_query,
+)
 from schedmate.core.errors import ConfigError, InputError
 
-__all__ = ["JobRecord", "Neighbor", "HistoryStore", "InMemoryHistoryStore", "SqliteHistoryStore"]
-
-EXACT_BELOW = 20_000  # exact search under this many records: exact and fast enough
-
-
-@dataclass(frozen=True)
-class JobRecord:
-    """One past (or new) job. `duration_s` is None for a job still to be predicted."""
-
-    job_id: str
-    duration_s: float | None = None
-    submit_time: float | None = None
-    status: str | None = None
-    n_gpus: int | None = None
-    n_nodes: int | None = None
-    gpu_model: str | None = None
-    user: str | None = None
-    name: str | None = None
-    code_dir: str | None = None
-    command: str | None = None
-    config_files: tuple[str, ...] = ()
-    metadata: WorkloadMetadata | None = None
-    size: dict[str, float] = field(default_factory=dict)
-    text: str = ""
-
-    def with_metadata(self, metadata: WorkloadMetadata, size: dict[str, float], text: str) -> JobRecord:
-        return replace(self, metadata=metadata, size=dict(size), text=text)
-
-
-@dataclass(frozen=True)
-class Neighbor:
-    record: JobRecord
-    similarity: float
-
-
-@runtime_checkable
-class HistoryStore(Protocol):
-    """Past jobs plus a vector index over their embeddings."""
-
-    @property
-    def dim(self) -> int | None: ...
-
-    def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int: ...
-
-    def get(self, job_id: str) -> JobRecord | None: ...
-
-    def search(self, vector: np.ndarray, k: int) -> list[Neighbor]: ...
-
-    def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]: ...
-
-    def durations(self, limit: int = 100_000) -> list[float]: ...
-
-    def count(self) -> int: ...
-
-    def records(self) -> Iterator[JobRecord]: ...
-
-    def get_meta(self, key: str) -> str | None: ...
-
-    def set_meta(self, key: str, value: str) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def _unit_query(v: np.ndarray) -> np.ndarray:
-    """One query vector, unit length (the embedders' own normalisation, for a single row)."""
-    out: np.ndarray = normalize_rows(np.reshape(np.asarray(v), (1, -1)))[0]
-    return out
-
-
-def _checked_vectors(
-    records: Sequence[JobRecord], vectors: np.ndarray, dim: int | None, where: str
-) -> np.ndarray:
-    """Unit-length rows, one per record, of the store's dimension (any store's `add`)."""
-    vecs = normalize_rows(vectors)
-    if vecs.ndim != 2 or len(vecs) != len(records):
-        raise ValueError("records and vectors differ in length")
-    if dim is not None and vecs.shape[1] != dim:
-        raise ConfigError(f"{where}: store holds {dim}-dim embeddings, got {vecs.shape[1]}")
-    return vecs
-
-
-class InMemoryHistoryStore:
-    """Exact search over a numpy matrix; for unit tests and small what-ifs."""
-
-    def __init__(self) -> None:
-        self._records: list[JobRecord] = []
-        self._ids: dict[str, int] = {}
-        self._vecs: np.ndarray | None = None
-        self._meta: dict[str, str] = {}
-
-    @property
-    def dim(self) -> int | None:
-        return None if self._vecs is None else int(self._vecs.shape[1])
-
-    def add(self, records: Sequence[JobRecord], vectors: np.ndarray) -> int:
-        vecs = normalize_rows(vectors)
-        if len(records) != len(vecs):
-            raise ValueError("records and vectors differ in length")
-        for rec, vec in zip(records, vecs, strict=True):
-            if rec.job_id in self._ids:
-                i = self._ids[rec.job_id]
-                self._records[i] = rec
-                assert self._vecs is not None
-                self._vecs[i] = vec
-                continue
-            self._ids[rec.job_id] = len(self._records)
-            self._records.append(rec)
-            self._vecs = vec[None, :].copy() if self._vecs is None else np.vstack([self._vecs, vec[None, :]])
-        return len(records)
-
-    def get(self, job_id: str) -> JobRecord | None:
-        i = self._ids.get(job_id)
-        return None if i is None else self._records[i]
-
-    def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
-        if self._vecs is None or k <= 0:
-            return []
-        sims = self._vecs @ _unit_query(vector)
-        top = np.argsort(-sims)[:k]
-        return [Neighbor(self._records[i], float(sims[i])) for i in top]
-
-    def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
-        return [r for r in self._records if r.user == user][-limit:]
-
-    def durations(self, limit: int = 100_000) -> list[float]:
-        return [r.duration_s for r in self._records[-limit:] if r.duration_s is not None]
-
-    def count(self) -> int:
-        return len(self._records)
-
-    def records(self) -> Iterator[JobRecord]:
-        return iter(list(self._records))
-
-    def get_meta(self, key: str) -> str | None:
-        return self._meta.get(key)
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._meta[key] = value
-
-    def close(self) -> None:
-        pass
-
+__all__ = ["SqliteHistoryStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -179,61 +44,6 @@ CREATE INDEX IF NOT EXISTS jobs_user ON jobs(user);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS extractions (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-_COLS = (
-    "job_id",
-    "duration_s",
-    "submit_time",
-    "status",
-    "n_gpus",
-    "n_nodes",
-    "gpu_model",
-    "user",
-    "name",
-    "code_dir",
-    "command",
-    "config_files",
-    "metadata",
-    "size",
-    "text",
-)
-
-
-def _row_to_record(row: Sequence[Any]) -> JobRecord:
-    (
-        job_id,
-        duration_s,
-        submit_time,
-        status,
-        n_gpus,
-        n_nodes,
-        gpu_model,
-        user,
-        name,
-        code_dir,
-        command,
-        config_files,
-        metadata,
-        size,
-        text,
-    ) = row
-    meta = WorkloadMetadata.model_validate_json(metadata) if metadata else None
-    return JobRecord(
-        job_id=job_id,
-        duration_s=duration_s,
-        submit_time=submit_time,
-        status=status,
-        n_gpus=n_gpus,
-        n_nodes=n_nodes,
-        gpu_model=gpu_model,
-        user=user,
-        name=name,
-        code_dir=code_dir,
-        command=command,
-        config_files=tuple(json.loads(config_files or "[]")),
-        metadata=meta,
-        size=json.loads(size or "{}"),
-        text=text or "",
-    )
 
 
 class SqliteHistoryStore:

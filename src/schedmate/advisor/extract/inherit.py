@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from schedmate.advisor.configs import Flat, flatten, load_data
-from schedmate.advisor.launch import inside
+from schedmate.advisor.extract.configs import Flat, flatten, load_data
+from schedmate.advisor.extract.launch import inside
 
 __all__ = ["load_inherited", "deep_merge", "BASE_KEYS"]
 

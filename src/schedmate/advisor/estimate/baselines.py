@@ -15,8 +15,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from schedmate.advisor.estimate import _samples, similar_names
-from schedmate.advisor.store import JobRecord
+from schedmate.advisor.estimate.estimator import _samples, similar_names
+from schedmate.advisor.history.base import JobRecord
 from schedmate.core.errors import ConfigError
 
 __all__ = ["LucidNaiveEstimator", "GBMEstimator"]

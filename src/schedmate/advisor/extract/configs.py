@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from schedmate.advisor.pyconfig import python_config
+from schedmate.advisor.extract.pyconfig import python_config
 
 __all__ = [
     "Flat",

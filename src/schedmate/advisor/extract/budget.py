@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schedmate.advisor.derive import IGNORED, Namespace, not_training
+from schedmate.advisor.extract.derive import IGNORED, Namespace, not_training
 
 __all__ = ["apply_budgets", "TOKEN_SCOPE", "PER_DEVICE_TOKENS", "STEP_TOKENS", "TOTAL_TOKENS"]
 

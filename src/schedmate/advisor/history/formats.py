@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from schedmate.advisor.store import JobRecord
+from schedmate.advisor.history.base import JobRecord
 from schedmate.core.errors import InputError
 
 __all__ = ["JobLine", "LineError", "read_jobs", "parse_time", "MAX_LINE_BYTES"]

@@ -13,8 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schedmate.advisor.configs import load_config, parse_env_text
-from schedmate.advisor.shell import ShellState, assignment, expand_words, split_statements
+from schedmate.advisor.extract.configs import load_config, parse_env_text
+from schedmate.advisor.extract.shell import ShellState, assignment, expand_words, split_statements
 
 __all__ = ["Launch", "parse_launch", "inside"]
 

@@ -23,8 +23,8 @@ from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_ori
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
+from schedmate.advisor.agent.tools import ArgValue, JobDirTools, ToolError
 from schedmate.advisor.metadata import METADATA_FIELDS, WorkloadMetadata, merge_metadata
-from schedmate.advisor.tools import ArgValue, JobDirTools, ToolError
 from schedmate.backends.llm import LLMBackend, Message
 from schedmate.core.errors import BackendError, ConfigError, InputError
 
