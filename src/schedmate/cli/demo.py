@@ -7,7 +7,7 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.panel import Panel
@@ -15,14 +15,11 @@ from rich.table import Table
 
 from schedmate.cli import app
 from schedmate.cli.common import console, friendly_errors, settings_of
-from schedmate.cli.diagnose import render_report
-from schedmate.cli.track import render_results
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
-from schedmate.failure import JobContext
-from schedmate.sdk import build_advisor, build_failure_handler, build_tracker, track_files
-from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
-from schedmate.tracker import LineClassifier, rule_kind
+
+if TYPE_CHECKING:
+    from schedmate.tracker import LineClassifier
 
 __all__ = ["demo", "example_logs"]
 
@@ -40,6 +37,9 @@ def demo(
     offline_rules: Annotated[bool, typer.Option("--rules-only", help="Skip the embedding model.")] = False,
 ) -> None:
     """Run every capability on bundled examples (Tracker, Failure Handler, Advisor, Simulator)."""
+    from schedmate.cli.track import render_results
+    from schedmate.sdk import build_tracker, track_files
+
     settings = settings_of(ctx)
     if offline_rules:
         settings = settings.model_copy(
@@ -75,6 +75,7 @@ def _advisor_demo(settings: Settings) -> None:
     """Scheduling Advisor: a bundled history of measured runs, advice for a new job."""
     from schedmate.advisor import JobRecord, read_jobs
     from schedmate.cli.advise import render_advice
+    from schedmate.sdk import build_advisor
 
     root = Path(str(resources.files("schedmate.data").joinpath("advisor")))
     example = json.loads((root / "example.json").read_text("utf-8"))
@@ -110,6 +111,8 @@ def _advisor_demo(settings: Settings) -> None:
 
 def _sim_demo(settings: Settings) -> None:
     """A small synthetic cluster: classic policies against the semantic one, with plots."""
+    from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
+
     jobs = synthetic_trace(600, seed=7, mean_gap_s=45.0)
     table = Table(title="Simulator: 600 synthetic jobs on 64 GPUs (semantic = noisy predictions + live ETA)")
     for col in ("policy", "estimator", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
@@ -139,6 +142,10 @@ def _sim_demo(settings: Settings) -> None:
 
 def _failure_demo(settings: Settings) -> None:
     """Failure Handler on the bundled failing logs: dry-run plans, audit in a temp dir."""
+    from schedmate.cli.diagnose import render_report
+    from schedmate.failure import JobContext
+    from schedmate.sdk import build_failure_handler
+
     with tempfile.TemporaryDirectory() as tmp:
         fs = settings.failure.model_copy(
             update={"audit_log": str(Path(tmp) / "audit.jsonl"), "dry_run": True}
@@ -162,6 +169,8 @@ _UNSEEN = [
 
 def _classifier_demo(clf: LineClassifier) -> None:
     """Lines no rule covers: the embedding model places each new template once."""
+    from schedmate.tracker import rule_kind
+
     table = Table(title="Line classifier on phrasings no rule covers")
     table.add_column("line", overflow="fold")
     table.add_column("rules", justify="center")
