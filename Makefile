@@ -32,7 +32,7 @@ $(WHEELHOUSE)/.built: | $(BIN)/python
 	touch $@
 
 $(TEST_STAMP): pyproject.toml $(WHEELHOUSE)/.built | $(BIN)/python
-	$(BIN)/pip install -q --find-links $(WHEELHOUSE) -e ".[embed,llm-server,dev,postgres]"
+	$(BIN)/pip install -q --find-links $(WHEELHOUSE) -e ".[embed,llm-server,dev,postgres,watch]"
 	touch $@ $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
