@@ -41,8 +41,11 @@ demo: $(DEMO_STAMP)
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
+# CI runs `make lint typecheck` before the tests (.ci/run).
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy

@@ -25,7 +25,14 @@ _EXPORTS: dict[str, str] = {
     "build_advisor": "advising",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "advisor_store_path",
+    "build_advisor",
+    "build_failure_handler",
+    "build_tracker",
+    "save_tracker_state",
+    "track_files",
+]
 
 
 def __getattr__(name: str) -> Any:
