@@ -5,7 +5,10 @@
    after a bare `Killed`); the earliest specific match decides, with less confidence.
 3. Otherwise the root line is embedded and compared with the signatures' example lines
    (kNN vote); the similarity scales the confidence.
-4. When the confidence stays below `llm_below` and an LLM is configured, the model sees a
+4. The surrounding lines may overturn the category (`evidence.reconsider`): an OOM-looking
+   CUDA error on a node with Xid/ECC evidence is infrastructure; a collective timeout with
+   one rank visibly behind and no fabric error is application.
+5. When the confidence stays below `llm_below` and an LLM is configured, the model sees a
    window around the root cause and answers a JSON schema; its answer only replaces ours
    when it is more confident. With no LLM (or an outage) the earlier answer stands.
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from schedmate.core.errors import BackendError
+from schedmate.failure.evidence import reconsider
 from schedmate.failure.kb import KnowledgeBase, Signature
 
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ class Verdict:
     category: str  # infrastructure | application | unknown
     kind: str | None
     confidence: float
-    method: str  # signature | cascade | embedding | llm | none
+    method: str  # signature | cascade | embedding | llm | none (+evidence when reconsidered)
     signature: Signature | None = None
     evidence: tuple[str, ...] = ()
 
@@ -76,13 +80,22 @@ class FailureClassifier:
         self._matrix: np.ndarray | None = None
         self.llm_calls = 0
 
-    def classify(self, root: str, context: Sequence[str] = (), signature: Signature | None = None) -> Verdict:
+    def classify(
+        self,
+        root: str,
+        context: Sequence[str] = (),
+        signature: Signature | None = None,
+        *,
+        before: Sequence[str] = (),
+    ) -> Verdict:
+        """`context`: the root line and what follows it; `before`: the lines before it."""
         v = (
             self._rules(root, context, signature)
             or self._similar(root)
             or self._generic(root)
             or Verdict("unknown", None, 0.0, "none")
         )
+        v = reconsider(v, root, before, context, self.kb)
         if v.confidence < self.llm_below and self.llm is not None and self.llm.available:
             better = self._ask_llm(root, context)
             if better is not None and better.confidence > v.confidence:

@@ -46,7 +46,7 @@ class FailureHandler:
         if not loc.failed or loc.text is None:
             return FailureReport(file=file, failed=False)
         after = list(loc.after)
-        v = self.classifier.classify(loc.text, after, loc.signature)
+        v = self.classifier.classify(loc.text, after, loc.signature, before=loc.before)
         log_node = find_node(after)
         checkpoint = find_checkpoint([*loc.before, *after], job.job_dir if job else None)
         actions: tuple = ()

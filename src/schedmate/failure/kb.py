@@ -1,8 +1,10 @@
 """Knowledge base of failure signatures: a readable YAML file operators can extend.
 
 Each signature has a category (infrastructure | application), a short `kind`, a confidence,
-a suggested recovery, regex patterns (matched against one line) and example lines (used for
-embedding similarity when no pattern matches). The first matching signature in file order
+a suggested recovery, regex patterns (matched against one line), example lines (used for
+embedding similarity when no pattern matches) and, for symptoms, an optional `defer_to`
+regex: a line matching it shortly after names the cause better (a socket error, then the
+GPU fault that killed the peer; a device-side assert, then the kernel's own assertion). The first matching signature in file order
 wins, so specific signatures come before generic ones; an operator's own file is consulted
 before the bundled one.
 """
@@ -21,7 +23,7 @@ from schedmate.core.errors import ConfigError
 __all__ = ["Signature", "KnowledgeBase", "CATEGORIES", "RECOVERIES"]
 
 CATEGORIES = ("infrastructure", "application")
-RECOVERIES = ("requeue_exclude_node", "requeue", "drain_node_and_requeue", "none")
+RECOVERIES = ("requeue_exclude_node", "requeue", "drain_node_and_requeue", "resubmit_with_limit", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,8 @@ class Signature:
     patterns: tuple[str, ...]
     examples: tuple[str, ...]
     regex: re.Pattern[str]
+    # a symptom: a later line matching this (within a few lines) names the cause better
+    defer_to: re.Pattern[str] | None = None
 
     @property
     def generic(self) -> bool:
@@ -79,6 +83,12 @@ def _signature(raw: Any, where: str) -> Signature:
         raise ConfigError(f"{where} ({kind}): confidence must be in (0, 1]")
     if not patterns:
         raise ConfigError(f"{where} ({kind}): at least one pattern is needed")
+    defer_to = None
+    if raw.get("defer_to"):
+        try:
+            defer_to = re.compile(str(raw["defer_to"]), re.IGNORECASE)
+        except re.error as exc:
+            raise ConfigError(f"{where} ({kind}): bad defer_to pattern: {exc}") from None
     try:
         regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
     except re.error as exc:
@@ -92,6 +102,7 @@ def _signature(raw: Any, where: str) -> Signature:
         patterns,
         tuple(str(e) for e in raw.get("examples", []) or []),
         regex,
+        defer_to,
     )
 
 

@@ -10,7 +10,13 @@ bounded memory. Inside the chosen region the rules pick the root cause:
   `WARN` that names the fault counts, a generic `UserWarning` does not);
 - a `Traceback` header resolves to its exception line; traceback frames are never causes;
 - the earliest candidate wins: cascades (every rank's watchdog, torchrun's ChildFailedError
-  summary) come after the rank's first error.
+  summary) come after the rank's first error;
+- a user's own print of the error (`Error running job: <message>`, a localised prefix)
+  states the cause first: the later exception line repeating its message does not win;
+- native fatal lines (glog `F0101 ...`, `Check failed: ...`) are causes, the `Aborted`
+  after them is not; boxed (rich) tracebacks and rank-prefixed frames are frames;
+- a symptom signature (`defer_to` in the knowledge base) yields to a line shortly after it
+  that names the real fault (a socket error, then the GPU fault that killed the peer).
 """
 
 from __future__ import annotations
@@ -31,7 +37,22 @@ __all__ = ["FailureLocator", "Located", "count_line_breaks"]
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
-_FRAME = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S")
+# `[rank3]:` / `[1,0]<stderr>:` / `3: ` prefixes that launchers put before every line of a rank
+_RANK_PREFIX = re.compile(r"^(?:\[(?:rank\s*)?\d+(?:[,/]\d+)?\](?:<std(?:out|err)>)?:?|\d{1,4}: )", re.I)
+_FRAME_BODY = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S|^\s*[│┃║╭╮╰╯┏┓┗┛╔╗╚╝]")
+# a user's or a library's own error print: an error word (several languages) then a colon
+_ERROR_WORD = re.compile(
+    r"^\W{0,3}(?:\[[^\]]{0,60}\]\s*|\d[\d:.,/TZ+-]*\s+)*(?:[\w.-]+:?\s+){0,3}"
+    r"(?:error|fehler|erreur|errore|错误|錯誤|エラー|오류|ошибка|błąd|hata|fout|virhe)\b[^:：]{0,40}[:：]\s*\S",
+    re.I,
+)
+# native fatal lines: glog's `F1124 10:00:00.123 ...`, CHECK macros, `FATAL ... file.cc:12]`
+_NATIVE_FATAL = re.compile(
+    r"^\s*F\d{4} \d\d:\d\d:\d\d|\bCheck failed:|\bFATAL\b.{0,80}\.(?:cc|cpp|cu|h):\d+\]"
+)
+_METRIC = re.compile(r"\d\.\d")
+_SOURCE_FRAME = re.compile(r'^\s*(?:File "|at \S+\(|frame #\d+:|#\d+ 0x)')
+_EXC_MESSAGE = re.compile(r"^.*?\b[\w.]*(?:Error|Exception|Failure)\w*:\s*")
 _EXC_LINE = re.compile(
     r"^\s*(?:\[[^\]]*\]:?\s*)*(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b"
 )
@@ -43,6 +64,7 @@ _CONTEXT_BEFORE = 5
 _BEFORE_KEPT = 5000  # lines before the root kept for the checkpoint search
 _STRONG = 0.7
 _LOOKAHEAD = 200
+_DEFER_LOOKAHEAD = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +85,17 @@ class Located:
     def after(self) -> tuple[str, ...]:
         """The root-cause line and the lines that follow it."""
         return self.context[self.root_at :]
+
+
+def _is_frame(text: str) -> bool:
+    """A traceback frame, also behind a rank prefix or inside a rich box."""
+    return bool(_FRAME_BODY.match(_RANK_PREFIX.sub("", text, count=1)))
+
+
+def _repeats(earlier: str, exc_line: str) -> bool:
+    """Does `earlier` already state the message of the exception line `exc_line`?"""
+    msg = _EXC_MESSAGE.sub("", _RANK_PREFIX.sub("", exc_line, count=1), count=1).strip()
+    return len(msg) >= 8 and msg[:80].lower() in earlier.lower()
 
 
 def count_line_breaks(path: Path, end: int, chunk: int = 8 * 1024 * 1024) -> int:
@@ -115,7 +148,13 @@ class FailureLocator:
         sig = self._strong(text)
         if sig is not None:
             return sig
-        return kind is LineKind.ERROR and not _FRAME.match(text)
+        if _is_frame(text):
+            return False
+        if kind is LineKind.ERROR:
+            return True
+        stated = bool(_NATIVE_FATAL.search(text) or _ERROR_WORD.match(text))
+        # a progress line's metrics (`val error: 0.31`) are not an error print
+        return stated and not (kind is LineKind.PROGRESS and _METRIC.search(text))
 
     def pick(
         self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None
@@ -158,11 +197,25 @@ class FailureLocator:
         a bare error message (`main failed`) yields to the next specific signature or
         exception line."""
         specific = sig is not None and not sig.generic
-        if not specific and not _EXC_LINE.match(lines[i]):
+        if not specific and not _EXC_LINE.match(lines[i]) and not _NATIVE_FATAL.search(lines[i]):
             for j in range(i + 1, min(len(lines), i + _LOOKAHEAD)):
                 s2 = self._strong(lines[j])
                 if s2 is not None or _EXC_LINE.match(lines[j]):
-                    return j, s2 or self.kb.match(lines[j])
+                    if _repeats(lines[i], lines[j]):
+                        # the user's own print already stated this cause: it stays first
+                        sig = s2 or self.kb.match(lines[j]) or sig
+                    else:
+                        i, sig = j, s2 or self.kb.match(lines[j])
+                    break
+        return self._defer(lines, i, sig)
+
+    def _defer(self, lines: Sequence[str], i: int, sig: Signature | None) -> tuple[int, Signature | None]:
+        """A symptom yields to a line shortly after it that names the fault (`defer_to`)."""
+        if sig is None or sig.defer_to is None or sig.defer_to.search(lines[i]):
+            return i, sig
+        for j in range(i + 1, min(len(lines), i + _DEFER_LOOKAHEAD)):
+            if sig.defer_to.search(lines[j]) and not _SOURCE_FRAME.match(lines[j]):
+                return j, self.kb.match(lines[j]) or sig
         return i, sig
 
     def _exception_of(self, lines: Sequence[str], j: int) -> tuple[int, Signature | None] | None:
@@ -170,7 +223,7 @@ class FailureLocator:
         end = min(len(lines), j + 500)
         while j < end:
             text = lines[j]
-            if _FRAME.match(text) or not text.strip():
+            if _is_frame(text) or not text.strip():
                 j += 1
                 continue
             if _EXC_LINE.match(text) or ":" in text:

@@ -1,0 +1,207 @@
+"""Issue 11 rules, each on variants written here (other spelling, spacing, order, language).
+
+Localisation: the first line that states the cause (a user's own print, a localised prefix,
+native fatal lines, boxed and rank-prefixed tracebacks, symptoms that yield to the hardware
+fault); classification: platform and scheduler messages, evidence that overturns a category.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from schedmate.failure import FailureClassifier, FailureHandler, FailureLocator, KnowledgeBase
+from schedmate.tracker import LineClassifier
+
+
+@pytest.fixture(scope="module")
+def bundled() -> KnowledgeBase:
+    return KnowledgeBase.load()
+
+
+@pytest.fixture(scope="module")
+def h(bundled: KnowledgeBase) -> FailureHandler:
+    return FailureHandler(FailureLocator(LineClassifier(), bundled), FailureClassifier(bundled))
+
+
+# -- localisation ---------------------------------------------------------------------------
+def test_users_own_print_of_the_error_comes_first(h: FailureHandler) -> None:
+    lines = [
+        "epoch 3 step 120 loss 0.91",
+        "job runner: error while training: list index out of range (batch 17)",
+        "Traceback (most recent call last):",
+        '  File "run.py", line 40, in <module>',
+        "IndexError: list index out of range",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application"
+
+
+def test_a_bare_failure_message_still_yields_to_the_named_cause(h: FailureHandler) -> None:
+    lines = [
+        "worker 3: error: step failed, see below",
+        "Traceback (most recent call last):",
+        '  File "run.py", line 40, in <module>',
+        "KeyError: 'attention_mask'",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line == "KeyError: 'attention_mask'"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Fehler beim Training: Division durch null in Schritt 12",
+        "错误：数据集为空，无法继续训练",
+        "[2026-02-03 10:00:00] Erreur : le fichier de configuration est invalide",
+    ],
+)
+def test_localised_error_prefix_is_a_candidate(h: FailureHandler, line: str) -> None:
+    r = h.diagnose_lines(["step 1 loss 2.0", line, "shutting down"])
+    assert r.failed and r.root_cause_line == line
+
+
+def test_native_check_failure_beats_the_abort(h: FailureHandler) -> None:
+    lines = [
+        "step 400 loss 1.2",
+        "F0305 09:12:44.101 8812 kernel_launch.cc:77] Check failed: status == cudaSuccess (700 vs. 0) "
+        "an illegal memory access was encountered",
+        "*** Check failure stack trace: ***",
+        "    @     0x7f3a2c1d4b2d  google::LogMessage::Fail()",
+        "Aborted (core dumped)",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application"
+
+
+def test_rich_boxed_traceback_resolves_to_its_exception(h: FailureHandler) -> None:
+    lines = [
+        "╭──────────── Traceback (most recent call last) ────────────╮",
+        "│ /srv/app/train.py:88 in main                               │",
+        "│ ❱ 88 │   trainer.fit(model, dl)                             │",
+        "╰────────────────────────────────────────────────────────────╯",
+        "ValueError: expected 4 channels, got 3",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line == "ValueError: expected 4 channels, got 3"
+
+
+def test_rank_prefixed_frames_are_not_causes(h: FailureHandler) -> None:
+    lines = [
+        "[rank3]: Traceback (most recent call last):",
+        '[rank3]:   File "/opt/x/launch.py", line 9, in <module>',
+        '[rank3]:   File "/opt/x/train.py", line 12, in step',
+        "[rank3]: ZeroDivisionError: float division by zero",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line == "[rank3]: ZeroDivisionError: float division by zero"
+
+
+def test_socket_symptom_yields_to_the_gpu_fault_after_it(h: FailureHandler) -> None:
+    lines = [
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "  what():  Connection reset by peer",
+        "terminate called after throwing an instance of 'c10::Error'",
+        "  what():  CUDA error: uncorrectable ECC error encountered",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 4 and r.category == "infrastructure"
+
+
+def test_device_assert_yields_to_the_kernel_assertion(h: FailureHandler) -> None:
+    lines = [
+        "RuntimeError: CUDA error: device-side assert triggered",
+        "CUDA kernel errors might be asynchronously reported at some other API call",
+        "/src/ops/Embedding.cu:120: embed_kernel: block: [3,0,0], thread: [9,0,0] "
+        "Assertion `idx < num_rows` failed.",
+        "/src/ops/Embedding.cu:120: embed_kernel: block: [3,0,0], thread: [10,0,0] "
+        "Assertion `idx < num_rows` failed.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 3 and r.category == "application"
+
+
+# -- platform and scheduler messages --------------------------------------------------------
+@pytest.mark.parametrize(
+    "line,kind",
+    [
+        ("TERM_MEMLIMIT: job got killed after it reached the LSF memory usage limit", "memory_limit"),
+        ("slurmstepd: error: Detected 1 oom_kill event in StepId=77.batch.", "memory_limit"),
+        ("  Last State: Terminated   Reason: OOMKilled   Exit Code: 137", "memory_limit"),
+        ("TERM_RUNLIMIT: job was killed after reaching LSF run time limit", "time_limit"),
+        (
+            "slurmstepd: error: *** STEP 9.0 ON a-01 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***",
+            "time_limit",
+        ),
+        ("the job has exceeded the walltime limit and was stopped", "time_limit"),
+        ("[agent] cloud metadata: termination is imminent for this preemptible node", "preemption"),
+        ("Got an interruption notice for spot instance i-77 (two minutes)", "preemption"),
+        ("Reason: NodeShutdown  (pod terminated due to imminent node shutdown)", "kube_evicted"),
+        ("[ci:error] job was aborted prematurely; reason: worker failure", "platform_abort"),
+        ("resolution: exception / claim_expired", "platform_abort"),
+        ("resolver: could not resolve host 'trainer-0.headless.ns': no such host", "dns_failure"),
+        ("Error [CUDA] error 999: unknown error at reduce.cu:12", "cuda_driver_error"),
+    ],
+)
+def test_platform_messages_are_root_causes_without_an_exception(
+    h: FailureHandler, line: str, kind: str
+) -> None:
+    r = h.diagnose_lines(["step 7 loss 0.5", "saving checkpoint to /ck/7", line, "exit"])
+    assert r.root_cause_line == line and r.kind == kind and r.category == "infrastructure"
+
+
+def test_a_null_name_lookup_is_noise_not_a_dns_fault(bundled: KnowledgeBase) -> None:
+    sig = bundled.match("nslookup: can't resolve '(null)': Name does not resolve", include_generic=False)
+    assert sig is None or sig.kind != "dns_failure"
+
+
+# -- evidence that overturns a category -----------------------------------------------------
+def test_oom_looking_error_on_a_node_with_xid_is_infrastructure(h: FailureHandler) -> None:
+    lines = [
+        "[Mon Mar  2 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid=9912, DBE (0x00000000)",
+        "step 80 loss 1.1",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 3 and r.category == "infrastructure"
+    assert any("Xid" in e for e in r.evidence)
+
+
+def test_plain_oom_stays_application(h: FailureHandler) -> None:
+    r = h.diagnose_lines(
+        ["step 80 loss 1.1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9 GiB"]
+    )
+    assert r.category == "application"
+
+
+def test_timeout_with_one_rank_preparing_data_is_application(h: FailureHandler) -> None:
+    lines = [
+        "Map (num_proc=32):  97%|█████████▋| 970000/1000000 [31:10<00:58, 510.2 examples/s]",
+        "[rank2]:[E ProcessGroupNCCL.cpp:600] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=BROADCAST) ran for 1800090 milliseconds before timing out.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application" and r.kind == "slow_rank_timeout"
+
+
+def test_timeout_with_fabric_errors_stays_infrastructure(h: FailureHandler) -> None:
+    lines = [
+        "Map (num_proc=32): 100%|██████████| 10/10 [00:01<00:00, 9.1 examples/s]",
+        "node7:81:90 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.8 with error 12, opcode 0",
+        "[rank0]:[E ProcessGroupNCCL.cpp:600] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.category == "infrastructure"
+
+
+def test_timeout_without_evidence_stays_infrastructure(h: FailureHandler) -> None:
+    r = h.diagnose_lines(
+        ["[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3)"]
+    )
+    assert r.category == "infrastructure" and r.kind == "nccl_timeout"
+
+
+def test_bad_defer_to_is_a_one_line_config_error() -> None:
+    from schedmate.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="defer_to"):
+        KnowledgeBase.from_yaml(
+            "signatures:\n  - {kind: x, category: application, patterns: [a], defer_to: '('}\n"
+        )
