@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from schedmate.core.errors import ConfigError, InputError
 from schedmate.sim import (
+    SEMANTICS,
     Simulator,
     TraceJob,
     load_trace,
@@ -61,9 +62,26 @@ def test_tiresias_demotes_long_jobs() -> None:
     from schedmate.sim.policies import TiresiasPolicy
 
     pol = TiresiasPolicy(threshold_gpu_s=5)
-    r = Simulator([J(0, 0, 100), J(1, 10, 10)], {"a": 1}, pol, make_estimator("oracle")).run()
+    # legacy semantics (no key events): j1's own demotion at t=15 is never seen
+    legacy = SEMANTICS["legacy"]
+    r = Simulator(
+        [J(0, 0, 100), J(1, 10, 10)], {"a": 1}, pol, make_estimator("oracle"), semantics=legacy
+    ).run()
     # j0 attained 10 > 5 GPU-s: low queue; j1 (0 attained) preempts it at t=10
     assert ends(r) == {"j1": 20, "j0": 110}
+
+
+def test_tiresias_demotion_is_an_event() -> None:
+    from schedmate.sim.policies import TiresiasPolicy
+
+    pol = TiresiasPolicy(threshold_gpu_s=5)
+    r = Simulator([J(0, 0, 100), J(1, 10, 10)], {"a": 1}, pol, make_estimator("oracle")).run()
+    # t=10: j1 preempts the demoted j0; t=15: j1 reaches 5 GPU-s and is demoted too, so the
+    # older j0 (same queue, earlier submit) takes the GPU back at once, not when j1 ends
+    e = ends(r)
+    assert e["j0"] == pytest.approx(105, abs=1e-3)
+    assert e["j1"] == pytest.approx(110, abs=1e-3)
+    assert [j.preemptions for j in r.jobs] == [1, 1]
 
 
 def test_strict_fifo_blocks_but_sjf_backfills() -> None:

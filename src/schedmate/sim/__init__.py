@@ -8,6 +8,7 @@ from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.metrics import Metrics, summarize_sim
 from schedmate.sim.placement import PLACEMENTS
 from schedmate.sim.policies import POLICIES, make_policy
+from schedmate.sim.semantics import SEMANTICS, Semantics, parse_semantics
 from schedmate.sim.trace import DEFAULT_CLUSTERS, TRACE_FORMATS, TraceJob, load_trace, synthetic_trace
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "Metrics",
     "PLACEMENTS",
     "POLICIES",
+    "SEMANTICS",
+    "Semantics",
     "SimResult",
     "Simulator",
     "TRACE_FORMATS",
@@ -28,6 +31,7 @@ __all__ = [
     "make_estimator",
     "make_policy",
     "parse_cluster",
+    "parse_semantics",
     "summarize_sim",
     "synthetic_trace",
 ]

@@ -26,111 +26,32 @@ import heapq
 import math
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.failures import FailureModel
-from schedmate.sim.interference import DEFAULT_CLASS, InterferenceModel
+from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.invariants import check_allocation
-from schedmate.sim.placement import Alloc, NodePlacement, check_placement, uniform_nodes
-from schedmate.sim.policies import SchedulingPolicy
+from schedmate.sim.placement import (
+    Alloc,
+    LucidNodePlacement,
+    NodePlacement,
+    check_placement,
+    uniform_nodes,
+)
+from schedmate.sim.policies import SchedulingPolicy, TimeVaryingKey
+from schedmate.sim.semantics import Semantics
+from schedmate.sim.state import JobState, SimResult, VCState
 from schedmate.sim.trace import TraceJob
 
 __all__ = ["JobState", "Simulator", "SimResult", "PACK_MAX_GPUS"]
 
-# at equal times, finishes free GPUs before arrivals are placed
-_FINISH, _ARRIVE, _FAIL, _CHECK = 0, 1, 2, 3
+# at equal times, finishes free GPUs before arrivals are placed; a batched round comes last
+_FINISH, _ARRIVE, _FAIL, _CHECK, _KEY, _ROUND = 0, 1, 2, 3, 4, 5
 PACK_MAX_GPUS = 8  # as Lucid: multi-node jobs are never packed
 _HEAD = -math.inf  # key prefix of a job requeued at the head of the queue
 
 Event = tuple[float, int, int, int, int]  # time, kind, tie-break, job, version
-
-
-@dataclass(slots=True)
-class JobState:
-    idx: int
-    job_id: str
-    submit: float
-    duration: float
-    gpus: int
-    vc: str
-    user: str
-    estimate: float = 0.0
-    noise: float = 0.0
-    remaining: float = 0.0  # seconds of work left at full speed
-    run_start: float = -1.0  # start of the current run segment (same rate), -1 when not running
-    first_start: float = -1.0
-    end: float = -1.0
-    preemptions: int = 0
-    version: int = 0
-    queued_at: float = 0.0  # when it last joined the queue (FIFO order; a resubmission goes to the tail)
-    rate: float = 1.0  # progress per second: 1 / slowdown while packed
-    partner: int = -1  # the job sharing its GPUs, -1 when alone
-    share: int = DEFAULT_CLASS  # interference class: 0 share freely, 1 with care, 2 do not share
-    no_pack: bool = False  # the tracker saw it slowed down while packed
-    app_fail: bool = False  # its run ends in an application failure
-    failed: bool = False  # it ended in a failure
-    failures: int = 0
-    retries: int = 0
-    alloc: Alloc = ()  # node placement: the (node, GPUs) its latest run held (shared by a pair)
-
-    @property
-    def nodes(self) -> tuple[int, ...]:
-        """The nodes of its latest run (node placement)."""
-        return tuple(n for n, _ in self.alloc)
-
-    def elapsed(self, now: float) -> float:
-        """Service received so far (seconds of work at full speed)."""
-        ran = self.duration - self.remaining
-        return ran + ((now - self.run_start) * self.rate if self.run_start >= 0 else 0.0)
-
-
-@dataclass
-class _VC:
-    capacity: int
-    free: int
-    buckets: dict[int, list[tuple[tuple[float, ...], int, int]]] = field(default_factory=dict)
-    running: set[int] = field(default_factory=set)
-    n_pending: int = 0
-    solo: dict[tuple[int, int], dict[int, None]] = field(
-        default_factory=dict
-    )  # (gpus, class) -> packable jobs
-    nodes: NodePlacement | None = None  # node placement; None: a pool of GPUs
-    stranded: int = 0  # free GPUs while the best pending job fits by count but on no node
-    stranded_t: float = 0.0  # since when
-
-    @property
-    def max_job(self) -> int:
-        """The largest job the empty VC can run."""
-        return self.capacity if self.nodes is None else self.nodes.max_job()
-
-
-@dataclass
-class SimResult:
-    policy: str
-    jobs: list[JobState]
-    busy_gpu_s: float
-    unschedulable: int
-    timeline: list[tuple[float, int, int]]  # (time, busy GPUs, queue length) samples
-    vc_capacity: dict[str, int] = field(default_factory=dict)
-    packs: int = 0
-    unpacks: int = 0
-    infra_failures: int = 0
-    app_failures: int = 0
-    lost_gpu_s: float = 0.0  # work redone after failures, runs of retried application failures
-    placement: str = "pool"
-    stranded_gpu_s: float = (
-        0.0  # node placement: GPU-seconds free while the best pending job fit by count only
-    )
-
-    @property
-    def capacity(self) -> int:
-        """GPUs in the whole cluster."""
-        return sum(self.vc_capacity.values())
-
-    def finished(self) -> list[JobState]:
-        return [j for j in self.jobs if j.end >= 0]
 
 
 class Simulator:
@@ -151,15 +72,24 @@ class Simulator:
         placement: str = "pool",
         gpus_per_node: int = 8,
         node_sizes: Mapping[str, Sequence[int]] | None = None,
+        semantics: Semantics | None = None,
     ) -> None:
         """`start_at` and `running` start the simulation from a snapshot: the `running`
         jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
         max(submit, start_at) (what-if and queue-wait prediction). `check` verifies the
         allocation invariants after every round (tests). `placement="node"` splits each VC
         into nodes of `gpus_per_node` GPUs, or the node sizes `node_sizes` gives per VC
-        (`*` for the default pool; they must add up to the VC's GPUs)."""
+        (`*` for the default pool; they must add up to the VC's GPUs). `semantics` holds the
+        modelling choices (rounds, preemption cost, placement rules: semantics.py)."""
         if not jobs:
             raise InputError("no jobs to simulate")
+        sem = semantics or Semantics()
+        self.semantics = sem
+        preemptive = bool(policy.preemptive)
+        self.interval = sem.interval_for(preemptive)
+        self.end_tick = sem.end_tick_s if preemptive else 0.0
+        self.key_events = sem.key_events and preemptive and isinstance(policy, TimeVaryingKey)
+        self._start_seq = 0
         self.placement = check_placement(placement)
         self.gpus_per_node = gpus_per_node
         self.node_sizes = dict(node_sizes or {})
@@ -173,12 +103,14 @@ class Simulator:
         self.interference = interference or (InterferenceModel.shipped() if self.packing else None)
         self.failures = failures
         self.check = check
+        self.quota = sem.round == "quota" and preemptive and not self.packing
         self._rng = random.Random(
             seed + 1 + (failures.seed if failures else 0)
         )  # packing draws and failures, apart from the jobs' noise
         self._infra_rate = failures.infra_per_gpu_h / 3600.0 if failures else 0.0
         rng = random.Random(seed)
-        self.vcs: dict[str, _VC] = {}
+        self.vcs: dict[str, VCState] = {}
+        self._vc_list: list[VCState] = []
         default = cluster.get("*")
         for vc, gpus in cluster.items():
             if vc != "*":
@@ -238,15 +170,17 @@ class Simulator:
             self.jobs.append(st)
             self.initial.append(st.idx)
 
-    def _make_vc(self, name: str, gpus: int) -> _VC:
-        vc = _VC(gpus, gpus)
+    def _make_vc(self, name: str, gpus: int) -> VCState:
+        vc = VCState(gpus, gpus, vid=len(self._vc_list))
+        self._vc_list.append(vc)
         if self.placement == "node":
             sizes = self.node_sizes.get(name)
             if sizes is not None and sum(sizes) != gpus:
                 raise InputError(
                     f"virtual cluster '{name}': its nodes have {sum(sizes)} GPUs, the cluster config {gpus}"
                 )
-            vc.nodes = NodePlacement(sizes if sizes is not None else uniform_nodes(gpus, self.gpus_per_node))
+            kind = LucidNodePlacement if self.semantics.placement_rules == "lucid" else NodePlacement
+            vc.nodes = kind(sizes if sizes is not None else uniform_nodes(gpus, self.gpus_per_node))
         return vc
 
     # -- the loop ---------------------------------------------------------------------------
@@ -278,8 +212,18 @@ class Simulator:
         done = 0
         n_events = 0
         policy = self.policy
+        interval = self.interval
         while events:
-            t, kind, _, idx, version = heapq.heappop(events)
+            t, kind, tie, idx, version = heapq.heappop(events)
+            if kind == _ROUND:  # batched: one round for the VC after every event up to now
+                busy_gpu_s += self._busy * (t - last_t)
+                last_t = t
+                vc = self._vc_list[tie]
+                vc.round_at = -1.0
+                self._any_round(vc, t, events, policy)
+                if self.check:
+                    self._check_invariants(vc)
+                continue
             st = self.jobs[idx]
             if kind != _ARRIVE and version != st.version and not (version < 0 and st.run_start >= 0):
                 continue  # cancelled by a preemption, a partner change or a failure (scripted: not running)
@@ -304,11 +248,21 @@ class Simulator:
                         progress(1000)
             elif kind == _FAIL:
                 self._infra_failure(vc, st, t, events)
+            elif kind == _KEY:
+                pass  # a running job's key changed (a demotion, a warm-up's end): re-rank
             elif not self._check_pair(vc, st, t, events):
                 continue  # the pair stays: nothing changed
-            self._round(vc, t, events, policy)
-            if self.check:
-                self._check_invariants(vc)
+            if interval > 0:
+                r = math.ceil(t / interval) * interval
+                if r < t:
+                    r += interval
+                if vc.round_at != r:
+                    vc.round_at = r
+                    heapq.heappush(events, (r, _ROUND, vc.vid, -1, 0))
+            else:
+                self._any_round(vc, t, events, policy)
+                if self.check:
+                    self._check_invariants(vc)
             n_events += 1
             if self.timeline_every and n_events % self.timeline_every == 0:
                 timeline.append((t, self._busy, sum(v.n_pending for v in self.vcs.values())))
@@ -331,21 +285,25 @@ class Simulator:
         )
 
     # -- job transitions ----------------------------------------------------------------------
-    def _push(self, vc: _VC, st: JobState, now: float, *, head: bool = False) -> None:
+    def _push(self, vc: VCState, st: JobState, now: float, *, head: bool = False) -> None:
         self._seq += 1
         key = (_HEAD, now) if head else self.policy.key(st, now)
         heapq.heappush(vc.buckets.setdefault(st.gpus, []), (key, self._seq, st.idx))
         vc.n_pending += 1
 
-    def _pop(self, vc: _VC, gpus: int) -> JobState:
+    def _pop(self, vc: VCState, gpus: int) -> JobState:
         vc.n_pending -= 1
         return self.jobs[heapq.heappop(vc.buckets[gpus])[2]]
 
     def _schedule(self, st: JobState, now: float, events: list[Event]) -> None:
         """(Re)schedule the end of the current run segment and, with failures on, a failure."""
         st.version += 1
-        end = now + st.remaining / st.rate
+        end = now + st.remaining / st.rate + self.end_tick
         heapq.heappush(events, (end, _FINISH, st.idx, st.idx, st.version))
+        if self.key_events:
+            change = self.policy.next_change(st, now)  # type: ignore[attr-defined]
+            if change is not None and change < end:
+                heapq.heappush(events, (change, _KEY, st.idx, st.idx, st.version))
         if self._infra_rate:
             fail = now + self._rng.expovariate(self._infra_rate * st.gpus)
             if fail < end:
@@ -356,7 +314,7 @@ class Simulator:
         st.run_start = now
 
     def _start(
-        self, vc: _VC, st: JobState, now: float, events: list[Event], host: int = -1, spread: bool = False
+        self, vc: VCState, st: JobState, now: float, events: list[Event], host: int = -1, spread: bool = False
     ) -> None:
         if host < 0:
             nodes = vc.nodes
@@ -374,6 +332,8 @@ class Simulator:
             self._busy += st.gpus
         vc.running.add(st.idx)
         st.run_start = now
+        self._start_seq += 1
+        st.start_seq = self._start_seq
         if st.first_start < 0:
             st.first_start = now
         if host >= 0:
@@ -384,7 +344,7 @@ class Simulator:
             vc.solo.setdefault((st.gpus, st.share), {})[st.idx] = None
         self._schedule(st, now, events)
 
-    def _release(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+    def _release(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
         """`st` stops running; a packing partner keeps the GPUs and returns to full speed."""
         vc.running.discard(st.idx)
         st.run_start = -1.0
@@ -409,14 +369,18 @@ class Simulator:
         if self.packing:
             vc.solo.get((st.gpus, st.share), {}).pop(st.idx, None)
 
-    def _preempt(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+    def _preempt(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
         self._settle(st, now)
         st.preemptions += 1
+        cost = self.semantics.overhead(st.gpus)
+        if cost:  # checkpoint and restart: more work before it ends
+            st.remaining += cost
+            st.overhead += cost
         self._release(vc, st, now, events)
         self._push(vc, st, now)
 
     # -- packing --------------------------------------------------------------------------------
-    def _pair(self, vc: _VC, guest: JobState, host: JobState, now: float, events: list[Event]) -> None:
+    def _pair(self, vc: VCState, guest: JobState, host: JobState, now: float, events: list[Event]) -> None:
         assert self.interference is not None
         self._settle(host, now)
         vc.solo[(host.gpus, host.share)].pop(host.idx, None)
@@ -430,7 +394,7 @@ class Simulator:
         if self.cancel is not None:
             heapq.heappush(events, (now + self.detect_s, _CHECK, guest.idx, guest.idx, guest.version))
 
-    def _host_for(self, vc: _VC, st: JobState) -> int:
+    def _host_for(self, vc: VCState, st: JobState) -> int:
         """A running job `st` may share GPUs with, as the policy allows (-1: none)."""
         assert self.interference is not None
         can_pack = self.policy.can_pack  # type: ignore[attr-defined]
@@ -446,7 +410,7 @@ class Simulator:
                     break
         return -1
 
-    def _pack_some(self, vc: _VC, now: float, events: list[Event]) -> bool:
+    def _pack_some(self, vc: VCState, now: float, events: list[Event]) -> bool:
         """Pack the best pending head (one per size class, in key order) that has a host."""
         for _, _, i in sorted(h[0] for h in vc.buckets.values() if h):
             st = self.jobs[i]
@@ -459,7 +423,7 @@ class Simulator:
                 return True
         return False
 
-    def _check_pair(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> bool:
+    def _check_pair(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> bool:
         """The tracker's verdict `detect_s` after packing: un-pack a pair slowed beyond the
         threshold (True when it did)."""
         if st.partner < 0 or self.cancel is None:
@@ -479,7 +443,7 @@ class Simulator:
         return True
 
     # -- failures -------------------------------------------------------------------------------
-    def _infra_failure(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> None:
+    def _infra_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
         assert self.failures is not None
         self._settle(st, now)
         done = st.duration - st.remaining
@@ -495,7 +459,7 @@ class Simulator:
             st.queued_at = now
             self._push(vc, st, now)
 
-    def _app_failure(self, vc: _VC, st: JobState, now: float, events: list[Event]) -> bool:
+    def _app_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> bool:
         """The run ended in an application failure; True when the job was resubmitted."""
         assert self.failures is not None
         st.failures += 1
@@ -512,14 +476,16 @@ class Simulator:
         return True
 
     # -- one scheduling round -------------------------------------------------------------------
-    def _best_head(self, vc: _VC, max_gpus: int | None) -> tuple[tuple[float, ...], int, int] | None:
+    def _best_head(self, vc: VCState, max_gpus: int | None) -> tuple[tuple[float, ...], int, int] | None:
         best = None
         for g, heap in vc.buckets.items():
             if heap and (max_gpus is None or g <= max_gpus) and (best is None or heap[0] < best):
                 best = heap[0]
         return best
 
-    def _victims(self, vc: _VC, now: float, floor: tuple[float, ...]) -> list[tuple[tuple[float, ...], int]]:
+    def _victims(
+        self, vc: VCState, now: float, floor: tuple[float, ...]
+    ) -> list[tuple[tuple[float, ...], int]]:
         """Running jobs strictly worse than `floor` (the round's first head: later heads are no
         better, so they can only evict from this set), worst (largest key) first. Only those are
         sorted: a full sort of every running job per round was the hottest path. A packed pair is
@@ -537,11 +503,11 @@ class Simulator:
         out.sort(reverse=True)
         return out
 
-    def _limit(self, vc: _VC) -> int:
+    def _limit(self, vc: VCState) -> int:
         """The largest job that fits in the VC now."""
         return vc.free if vc.nodes is None else vc.nodes.limit()
 
-    def _strand(self, vc: _VC, now: float, gpus: int) -> None:
+    def _strand(self, vc: VCState, now: float, gpus: int) -> None:
         """Integrate the stranded free GPUs (node placement's fragmentation metric)."""
         if gpus != vc.stranded:
             self.stranded_gpu_s += vc.stranded * (now - vc.stranded_t)
@@ -549,7 +515,7 @@ class Simulator:
 
     def _node_victims(
         self,
-        vc: _VC,
+        vc: VCState,
         nodes: NodePlacement,
         st: JobState,
         head_key: tuple[float, ...],
@@ -573,7 +539,52 @@ class Simulator:
 
         return nodes.evictions(st.gpus, allowed())
 
-    def _round(self, vc: _VC, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
+    def _any_round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
+        if self.quota:
+            self._quota_round(vc, now, events, policy)
+        else:
+            self._round(vc, now, events, policy)
+
+    def _quota_round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
+        """Lucid's (and Pollux's) preemptive round: walk running and pending jobs in key order
+        (running first among equal keys, then in start / queue order) against a quota of the
+        VC's GPUs; a job that fits keeps or gets its share, a running job that does not is
+        preempted, a pending one waits. Then the preempted jobs leave and the chosen pending
+        jobs are placed in key order (placement may still fail on nodes: they wait)."""
+        key = policy.key
+        jobs = self.jobs
+        running = sorted((key(jobs[i], now), jobs[i].start_seq, i) for i in vc.running)
+        quota = vc.capacity
+        chosen: list[tuple[tuple[float, ...], int, int]] = []
+        preempt: list[int] = []
+        ri = 0
+        while True:
+            head = self._best_head(vc, quota) if vc.n_pending and quota > 0 else None
+            if ri < len(running) and (head is None or running[ri][0] <= head[0]):
+                i = running[ri][2]
+                ri += 1
+                if jobs[i].gpus <= quota:
+                    quota -= jobs[i].gpus
+                else:
+                    preempt.append(i)
+                continue
+            if head is None:
+                break
+            g = jobs[head[2]].gpus
+            chosen.append(heapq.heappop(vc.buckets[g]))
+            vc.n_pending -= 1
+            quota -= g
+        for i in preempt:
+            self._preempt(vc, jobs[i], now, events)
+        for entry in chosen:
+            st = jobs[entry[2]]
+            if st.gpus <= self._limit(vc):
+                self._start(vc, st, now, events)
+            else:  # waits where it was in the queue
+                heapq.heappush(vc.buckets[st.gpus], entry)
+                vc.n_pending += 1
+
+    def _round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
         """One scheduling round for a virtual cluster: admit the best head if it fits (place),
         else pack it, else evict worse jobs for it, else backfill."""
         victims_pool: list[tuple[tuple[float, ...], int]] | None = None
@@ -635,5 +646,5 @@ class Simulator:
                     stranded = vc.free
             self._strand(vc, now, stranded)
 
-    def _check_invariants(self, vc: _VC) -> None:
+    def _check_invariants(self, vc: VCState) -> None:
         check_allocation(self.jobs, vc.running, vc.capacity, vc.free, vc.nodes)

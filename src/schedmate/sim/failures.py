@@ -74,7 +74,7 @@ class FailureModel:
                 raise ConfigError(f"failure spec '{spec}': '{part}' has a bad value") from None
             if isinstance(val, float | int) and not isinstance(val, bool) and val < 0:
                 raise ConfigError(f"failure spec '{spec}': '{part}' must be >= 0")
-            out = replace(out, **{name: val})
+            out = replace(out, **{name: val})  # type: ignore[arg-type]  # checked by kind above
         if out.checkpoint_s <= 0:
             raise ConfigError(f"failure spec '{spec}': checkpoint must be > 0 seconds")
         return out

@@ -21,6 +21,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from schedmate.core.errors import InputError
 
@@ -142,7 +143,7 @@ class InterferenceModel:
             source=str(d.name),
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "mean": self.mean,
             "quantiles": self.quantiles,
@@ -152,7 +153,7 @@ class InterferenceModel:
         }
 
     @classmethod
-    def from_dict(cls, obj: dict) -> InterferenceModel:
+    def from_dict(cls, obj: dict[str, Any]) -> InterferenceModel:
         return cls(
             tuple(tuple(r) for r in obj["mean"]),
             tuple(tuple(tuple(q) for q in r) for r in obj["quantiles"]),

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from schedmate.sim.engine import SimResult
+from schedmate.sim.state import JobState, SimResult
 
 __all__ = ["Metrics", "summarize_sim"]
 
@@ -37,7 +37,7 @@ class Metrics:
         return asdict(self)
 
 
-def _stats(policy: str, jobs: list, capacity: int, busy_gpu_s: float, unsched: int) -> Metrics:
+def _stats(policy: str, jobs: list[JobState], capacity: int, busy_gpu_s: float, unsched: int) -> Metrics:
     if not jobs:
         return Metrics(policy, 0, *(float("nan"),) * 7, unschedulable=unsched)
     submit = np.array([j.submit for j in jobs])
@@ -76,7 +76,7 @@ def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     if overall.makespan_s > 0 and res.capacity:
         overall = replace(overall, stranded_frac=res.stranded_gpu_s / (res.capacity * overall.makespan_s))
     per_vc: dict[str, Metrics] = {}
-    by_vc: dict[str, list] = {}
+    by_vc: dict[str, list[JobState]] = {}
     for j in done:
         by_vc.setdefault(j.vc, []).append(j)
     for vc, js in sorted(by_vc.items()):

@@ -20,7 +20,7 @@ from itertools import islice
 
 from schedmate.core.errors import ConfigError, InputError
 
-__all__ = ["PLACEMENTS", "Alloc", "NodePlacement", "check_placement", "uniform_nodes"]
+__all__ = ["PLACEMENTS", "Alloc", "LucidNodePlacement", "NodePlacement", "check_placement", "uniform_nodes"]
 
 PLACEMENTS = ("pool", "node")
 
@@ -172,3 +172,53 @@ class NodePlacement:
         else:
             return None
         return [i for i, alloc in chosen if any(n in target for n, _ in alloc)]
+
+
+class LucidNodePlacement(NodePlacement):
+    """The Lucid artifact's consolidating placement (`placer/consolidate.py`), for fidelity:
+    a job of at most G GPUs goes on the fullest node that fits, the lowest-numbered among
+    equals; a larger job takes gpus // G whole free nodes (lowest-numbered first) and its
+    remainder goes on the next node in decreasing free order (another whole node if one is
+    left, else the node with the most free GPUs), sharing it with other jobs."""
+
+    __slots__ = ()
+
+    def limit(self) -> int:
+        """g <= limit fits: k whole nodes, then the remainder on the next node (a whole one,
+        or the partial node with the most free GPUs, m): the largest is G x whole + m."""
+        b = self.buckets
+        g = self.per_node
+        m = next((f for f in range(g - 1, 0, -1) if b[f]), 0)
+        return len(b[g]) * g + m
+
+    def allocate(self, gpus: int) -> Alloc | None:
+        b = self.buckets
+        g = self.per_node
+        if gpus <= g:
+            for f in range(gpus, g + 1):
+                if b[f]:
+                    n = min(b[f])
+                    self._move(n, f - gpus)
+                    return ((n, gpus),)
+            return None
+        k, r = divmod(gpus, g)
+        whole = sorted(b[g])
+        if len(whole) < k:
+            return None
+        rest = -1
+        if r:
+            if len(whole) > k:
+                rest = whole[k]
+            else:
+                f = next((f for f in range(g - 1, r - 1, -1) if b[f]), 0)
+                if not f:
+                    return None
+                rest = min(b[f])
+        out = []
+        for n in whole[:k]:
+            self._move(n, 0)
+            out.append((n, g))
+        if rest >= 0:
+            self._move(rest, self.free[rest] - r)
+            out.append((rest, r))
+        return tuple(out)

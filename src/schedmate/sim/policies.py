@@ -11,16 +11,17 @@ a pair the tracker measures as too slow), and `failure_aware` (requeue by failur
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from schedmate.core.errors import ConfigError
 from schedmate.registry import Registry
 
 if TYPE_CHECKING:
-    from schedmate.sim.engine import JobState
+    from schedmate.sim.semantics import Semantics
+    from schedmate.sim.state import JobState
 
-__all__ = ["SchedulingPolicy", "POLICIES", "make_policy"]
+__all__ = ["SchedulingPolicy", "TimeVaryingKey", "POLICIES", "make_policy"]
 
 
 class SchedulingPolicy(Protocol):
@@ -29,6 +30,27 @@ class SchedulingPolicy(Protocol):
     backfill: bool  # may a later job start when the head does not fit?
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]: ...
+
+
+@runtime_checkable
+class TimeVaryingKey(Protocol):
+    """A policy whose running jobs' keys jump at known times (a demotion, a warm-up's end):
+    the engine makes each such time an event, so the job is re-ranked then and not at the
+    next unrelated arrival or finish of its virtual cluster."""
+
+    def next_change(self, job: JobState, now: float) -> float | None:
+        """When the running job's key next changes other than continuously, or None."""
+        ...
+
+
+def _ran(job: JobState, now: float) -> float:
+    """Work done so far (full-speed seconds), preemption overhead excluded."""
+    return (
+        job.duration
+        + job.overhead
+        - job.remaining
+        + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
+    )
 
 
 @dataclass
@@ -45,14 +67,16 @@ class FifoPolicy:
 
 @dataclass
 class SjfPolicy:
-    """Shortest (estimated) job first, non-preemptive, with backfill."""
+    """Shortest (estimated) job first, non-preemptive, with backfill. `by_duration` keys on
+    the true duration (an oracle policy: Lucid's SJF sorts by it)."""
 
     name: str = "sjf"
     preemptive: bool = False
     backfill: bool = True
+    by_duration: bool = False
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
-        return (job.estimate, job.submit)
+        return (job.duration if self.by_duration else job.estimate, job.submit)
 
 
 @dataclass
@@ -72,17 +96,34 @@ class SrtfPolicy:
 @dataclass
 class TiresiasPolicy:
     """Discretised 2-queue Least-Attained-Service (Tiresias): jobs whose attained GPU time
-    passed `threshold_gpu_s` drop to the low queue; FIFO inside each queue; preemptive."""
+    reached `threshold_gpu_s` (passed it, with `demote_above`) drop to the low queue; FIFO
+    inside each queue; preemptive. The demotion is an event (`next_change`)."""
 
     threshold_gpu_s: float = 3600.0 * 8
     name: str = "tiresias"
     preemptive: bool = True
     backfill: bool = True
+    demote_above: bool = False
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
-        ran = job.duration - job.remaining + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
-        attained = ran * job.gpus  # job.elapsed(now) inlined (hot path)
+        # _ran(job, now) inlined (hot path)
+        ran = (
+            job.duration
+            + job.overhead
+            - job.remaining
+            + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
+        )
+        attained = ran * job.gpus
+        if self.demote_above:
+            return (0.0 if attained <= self.threshold_gpu_s else 1.0, job.submit)
         return (0.0 if attained < self.threshold_gpu_s else 1.0, job.submit)
+
+    def next_change(self, job: JobState, now: float) -> float | None:
+        left = self.threshold_gpu_s / job.gpus - _ran(job, now)
+        if left < 0 or (left == 0 and not self.demote_above):
+            return None  # already demoted
+        # a hair after the crossing, so that the key has changed when the event is handled
+        return now + left / job.rate + 1e-6
 
 
 @dataclass
@@ -153,6 +194,11 @@ class SemanticPolicy:
     def can_pack(self, job: JobState, host: JobState, slowdowns: tuple[float, float]) -> bool:
         return not host.no_pack and max(slowdowns) <= self.cancel_slowdown
 
+    def next_change(self, job: JobState, now: float) -> float | None:
+        """The warm-up's end: the key switches from the prediction to the tracker's ETA."""
+        left = self.warmup_s - _ran(job, now)
+        return now + left / job.rate + 1e-6 if left >= 0 else None
+
 
 POLICIES: Registry[SchedulingPolicy] = Registry("policy")
 for _cls in (FifoPolicy, SjfPolicy, SrtfPolicy, TiresiasPolicy, QssfPolicy, SemanticPolicy, LucidPolicy):
@@ -160,8 +206,23 @@ for _cls in (FifoPolicy, SjfPolicy, SrtfPolicy, TiresiasPolicy, QssfPolicy, Sema
 POLICIES.register("semantic-pack")(lambda: SemanticPolicy(name="semantic-pack", packing=True))
 
 
-def make_policy(name: str) -> SchedulingPolicy:
+def make_policy(name: str, semantics: Semantics | None = None) -> SchedulingPolicy:
+    """A policy by name, configured by the semantics' choices that belong to it."""
     name = name.strip().lower()
     if not name:
         raise ConfigError("empty policy name")
-    return POLICIES.create(name)
+    pol = POLICIES.create(name)
+    if semantics is None:
+        return pol
+    own = {f.name for f in fields(pol)}  # type: ignore[arg-type]
+    if isinstance(pol, FifoPolicy):
+        pol = replace(pol, backfill=semantics.fifo_backfill)
+    elif isinstance(pol, SjfPolicy):
+        pol = replace(pol, backfill=semantics.sjf_backfill, by_duration=semantics.sjf_key == "duration")
+    elif isinstance(pol, TiresiasPolicy) and "threshold_gpu_s" in own:
+        pol = replace(
+            pol,
+            threshold_gpu_s=semantics.tiresias_threshold_gpu_s,
+            demote_above=semantics.tiresias_demote_above,
+        )
+    return pol
