@@ -57,7 +57,7 @@ def _global(
 
 
 def _register() -> None:
-    from schedmate.cli import advise, demo, diagnose, simulate, track, whatif  # noqa: F401  (commands register themselves)
+    from schedmate.cli import advise, demo, diagnose, job, simulate, slurm, track, watch, whatif  # noqa: F401  (commands register themselves)
 
 
 _register()
