@@ -90,9 +90,18 @@ class FailureSettings(_Section):
     max_probes: int = Field(64, ge=4)
     llm_below: float = Field(0.6, ge=0, le=1, description="ask the LLM when confidence is below this")
     min_recover_confidence: float = Field(0.7, ge=0, le=1)
-    retry_budget: int = Field(3, ge=0)
-    corroborating_jobs: int = Field(2, ge=2, description="independent jobs implicating a node before a drain")
+    retry_budget: int = Field(3, ge=0, description="executed recovery actions per job id (dry runs are free)")
+    corroborating_users: int = Field(
+        2, ge=2, description="distinct users (as the scheduler records them) whose jobs failed on a node"
+    )
+    min_node_events: int = Field(2, ge=2, description="infrastructure failures on a node before a drain")
     corroboration_window_s: float = Field(24 * 3600.0, gt=0)
+    max_drains_per_cycle: int = Field(1, ge=0, description="drains one planner cycle may decide (0 = never)")
+    max_suspect_nodes: int = Field(3, ge=1, description="more suspect nodes at once: systemic, no drain")
+    time_limit_factor: float = Field(2.0, gt=1, description="resubmission after a time-limit kill: limit x this")
+    max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on a resubmission's time limit")
+    mem_factor: float = Field(2.0, gt=1, description="resubmission after a memory-limit kill: memory x this")
+    max_mem_mb: int = Field(1024 * 1024, gt=0, description="cap on a resubmission's memory (MB)")
     audit_log: str = Field("", description="JSONL audit file (default: cache_dir/audit.jsonl)")
     dry_run: bool = True
 
