@@ -1,24 +1,79 @@
-"""Vocabulary: how metric keys printed by training frameworks map onto tracker fields.
+"""Field semantics: which role a printed key plays (step, loss, step time, eval metric...).
 
-Keys are normalised (lower case, separators unified) and looked up here. Ranks order the
-candidates when one line states the same field several ways (lower rank wins), e.g.
-`step_avg` (an average) beats `this_step` (time since the previous log line).
+The vocabulary lives in `data/tracker_lexicon.json` (a new phrasing costs one entry there).
+Keys are normalised (lower case, separators unified) and looked up by exact spelling first;
+keys the lexicon does not list are read by their parts: a key whose head noun is a loss
+(`iters_average_loss`, `Tot Loss`) is the total loss when every other word is a neutral
+modifier (train, total, average...), a loss component otherwise (`loss_cls`, `box_loss`); a
+key with an evaluation word (`val`, `test`, `dev`...) is an evaluation metric. Ranks order
+the candidates when one line states the same role several ways (lower rank wins).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 
 __all__ = [
     "normalise_key",
     "field_for_key",
     "is_eval_key",
+    "key_words",
+    "lexicon",
+    "Lexicon",
     "RATE_UNITS",
     "TIME_PER_STEP_UNITS",
     "THROUGHPUT_WORDS",
 ]
 
 _SEP = re.compile(r"[\s\-]+")
+_WORD_SPLIT = re.compile(r"[_/.\s\-()]+")
+# role tables in lookup order (the first table holding a key decides)
+ROLES = (
+    "step",
+    "total_steps",
+    "total_if_step",
+    "epoch",
+    "total_epochs",
+    "loss",
+    "step_time",
+    "outer_time",
+    "step_rate",
+    "lr",
+    "elapsed",
+    "remaining",
+    "batch_size",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    """The loaded vocabulary (see data/tracker_lexicon.json)."""
+
+    tables: tuple[tuple[str, dict[str, int]], ...]
+    loss_heads: frozenset[str]
+    not_a_loss: frozenset[str]
+    total_loss_modifiers: frozenset[str]
+    eval_words: frozenset[str]
+    summary_words: tuple[str, ...]
+    progress_verbs: frozenset[str]
+
+
+@lru_cache(maxsize=1)
+def lexicon() -> Lexicon:
+    raw = json.loads(resources.files("schedmate.data").joinpath("tracker_lexicon.json").read_text("utf-8"))
+    return Lexicon(
+        tables=tuple((role, {normalise_key(k): int(v) for k, v in raw[role].items()}) for role in ROLES),
+        loss_heads=frozenset(raw["loss_heads"]),
+        not_a_loss=frozenset(raw["not_a_loss"]),
+        total_loss_modifiers=frozenset(raw["total_loss_modifiers"]),
+        eval_words=frozenset(raw["eval_words"]),
+        summary_words=tuple(raw["summary_words"]),
+        progress_verbs=frozenset(raw["progress_verbs"]),
+    )
 
 
 def normalise_key(key: str) -> str:
@@ -27,143 +82,61 @@ def normalise_key(key: str) -> str:
     return _SEP.sub("_", k)
 
 
-# field -> {normalised key: rank}
-_STEP = {
-    "step": 0,
-    "global_step": 0,
-    "training/global_step": 0,
-    "current_steps": 0,
-    "iter": 0,
-    "iteration": 0,
-    "num_updates": 0,
-    "global_step/max_steps": 0,
-    "steps": 1,
-    "it": 2,
-    "update": 1,
-    "updates": 1,
-    "iters": 1,
-    "global_steps": 0,
-    "train/global_step": 0,
-    "trainer/global_step": 0,
-    "batch": 2,
-    "train_step": 0,
-    "total_steps_done": 1,
-}
-_TOTAL = {
-    "total_steps": 0,
-    "max_steps": 0,
-    "max_iter": 0,
-    "max_iters": 0,
-    "num_iterations": 0,
-    "total_iters": 0,
-    "num_training_steps": 0,
-    "total_iterations": 0,
-    "train_iters": 1,
-}
-_EPOCH = {"epoch": 0, "training/epoch": 0, "train/epoch": 0, "ep": 1, "epochs": 1}
-_LOSS = {
-    "loss": 0,
-    "train_loss": 1,
-    "train/loss": 1,
-    "total_loss": 1,
-    "loss_total": 1,
-    "actor/loss": 1,
-    "train/crossentropyloss": 2,
-    "crossentropyloss": 2,
-    "xent": 2,
-    "lm_loss": 2,
-    "lm loss": 2,
-    "train/lm_loss": 2,
-    "ce_loss": 3,
-    "loss_value": 2,
-    "train_loss_step": 2,
-    "train/loss_step": 2,
-    "loss_step": 2,
-    "avg_loss": 4,
-    "loss_avg": 4,
-    "running_loss": 4,
-    "mean_loss": 4,
-    "train_avg_loss": 4,
-    "objective/loss": 3,
-}
-# seconds (or ms by unit) per step; rank 0 = explicit per-step averages
-_STEP_TIME = {
-    "step_avg": 0,
-    "time_per_step": 0,
-    "perf/time_per_step": 0,
-    "timing_s/step": 0,
-    "train_speed(s/it)": 0,
-    "iter_time": 0,
-    "step_time": 0,
-    "time/step": 0,
-    "s/it": 1,
-    "sec/it": 1,
-    "sec/step": 1,
-    "s/step": 1,
-    "ms/step": 1,
-    "ms/it": 1,
-    "sec/batch": 1,
-    "s/batch": 1,
-    "ms/batch": 1,
-    "time": 2,
-    "batch_time": 1,
-    "iteration_time": 0,
-    "elapsed_time_per_iteration_(ms)": 0,
-    "elapsed time per iteration (ms)": 0,
-    "it_time": 1,
-    "train_time_per_step": 0,
-    "time_per_iteration": 0,
-    "step_time_s": 0,
-    "avg_step_time": 0,
-    "time/iter": 1,
-    "sec/iter": 1,
-    "s/iter": 1,
-}
-# per-second rates whose inverse is a step time
-_STEP_RATE = {
-    "it/s": 1,
-    "ups": 1,
-    "steps_per_second": 1,
-    "train_steps_per_second": 3,
-    "throughput/device/batches_per_second": 1,
-    "batches_per_second": 1,
-    "iters/s": 1,
-    "step/s": 1,
-    "steps/s": 1,
-    "batch/s": 1,
-    "batches/s": 1,
-    "iter/s": 1,
-}
-_LR = {"lr": 0, "learning_rate": 0, "actor/lr": 1, "train/lr": 0, "optim/lr": 1, "lr_0": 1}
-_ELAPSED = {
-    "elapsed_time": 0,
-    "elapsed": 0,
-    "train_time": 1,
-    "train_runtime": 2,
-    "wall": 3,
-    "time_elapsed": 0,
-    "total_time": 2,
-    "elapsed_time_s": 0,
-}
-_REMAINING = {"remaining_time": 0, "eta": 0, "time_left": 0, "remaining": 1, "time_remaining": 0}
-_BATCH = {"bsz": 0, "batch_size": 0, "global_batch_size": 0, "train_batch_size": 1}
+def key_words(key: str) -> list[str]:
+    """The words of a key: `train/iters_average_Loss` -> [train, iters, average, loss]."""
+    return [w for w in _WORD_SPLIT.split(key.lower()) if w]
 
-_TABLES: tuple[tuple[str, dict[str, int]], ...] = (
-    ("step", _STEP),
-    ("total_steps", _TOTAL),
-    ("epoch", _EPOCH),
-    ("loss", _LOSS),
-    ("step_time", _STEP_TIME),
-    ("step_rate", _STEP_RATE),
-    ("lr", _LR),
-    ("elapsed", _ELAPSED),
-    ("remaining", _REMAINING),
-    ("batch_size", _BATCH),
-)
+
+def is_eval_key(key: str) -> bool:
+    """`val_loss`, `eval/loss`, `test loss`, `验证 损失` are not training metrics."""
+    words = lexicon().eval_words
+    return any(w in words for w in key_words(key))
+
+
+def _loss_role(words: list[str]) -> tuple[str, int] | None:
+    """A key built around a loss noun: the total loss, a component, or None.
+
+    The loss noun must open or close the key (`loss_cls`, `box_loss`); a loss's settings
+    (`kl_loss_coef`, `loss_scale`) and summaries (`final_loss`, `best_loss`) are not losses."""
+    lex = lexicon()
+    heads = [i for i, w in enumerate(words) if w in lex.loss_heads]
+    if not heads or (heads[0] != 0 and heads[-1] != len(words) - 1):
+        return None
+    others = [w for i, w in enumerate(words) if i not in heads]
+    if any(w in lex.not_a_loss or w in lex.summary_words for w in others):
+        return None
+    if all(w in lex.total_loss_modifiers for w in others):
+        return "loss", 4
+    return "loss_component", 9
+
+
+def field_for_key(key: str) -> tuple[str, int] | None:
+    """Map a normalised key to (role, rank), or None when it is not a tracked metric.
+
+    Roles: step, total_steps, total_if_step, epoch, total_epochs, loss, loss_component,
+    step_time, outer_time (time per epoch/round), step_rate, lr, elapsed, remaining,
+    batch_size.
+    """
+    if is_eval_key(key):
+        return None
+    tables = lexicon().tables
+    for name, table in tables:
+        rank = table.get(key)
+        if rank is not None:
+            return name, rank
+    # namespaced keys: `train/loss`, `metrics/train_loss` -> try the leaf
+    if "/" in key and not key.endswith("/"):
+        leaf = key.rsplit("/", 1)[1]
+        for name, table in tables:
+            rank = table.get(leaf)
+            if rank is not None and name in ("loss", "step", "lr", "epoch"):
+                return name, rank + 2
+    return _loss_role(key_words(key))
+
 
 THROUGHPUT_WORDS = re.compile(
     r"(samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|wps|tps|tgs|"
-    r"sents?|frames?|task)(?:_per_|/|\s*/\s*)?(s|sec|second)?",
+    r"sents?|frames?|task|data|ins|utts?)(?:_per_|/|\s*/\s*)?(s|sec|second)?",
     re.I,
 )
 RATE_UNITS = {"it/s", "iters/s", "steps/s", "step/s", "batch/s", "batches/s", "iter/s"}
@@ -179,29 +152,5 @@ TIME_PER_STEP_UNITS = {
     "sec/step",
     "sec/iter",
     "s/iter",
+    "ms/iter",
 }
-
-_EVAL = re.compile(r"(?:^|[^a-z])(val|valid|validation|eval|evaluation|test|testing|dev)(?:[^a-z]|$)")
-
-
-def is_eval_key(key: str) -> bool:
-    """`val_loss`, `eval/loss`, `test loss` are not the training loss."""
-    return bool(_EVAL.search(key))
-
-
-def field_for_key(key: str) -> tuple[str, int] | None:
-    """Map a normalised key to (field, rank), or None when it is not a tracked metric."""
-    if is_eval_key(key):
-        return None
-    for name, table in _TABLES:
-        rank = table.get(key)
-        if rank is not None:
-            return name, rank
-    # namespaced keys: `train/loss`, `metrics/train_loss` -> try the leaf
-    if "/" in key and not key.endswith("/"):
-        leaf = key.rsplit("/", 1)[1]
-        for name, table in _TABLES:
-            rank = table.get(leaf)
-            if rank is not None and name in ("loss", "step", "lr", "epoch"):
-                return name, rank + 2
-    return None

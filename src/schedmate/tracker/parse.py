@@ -19,6 +19,8 @@ from schedmate.tracker.fields import (
     TIME_PER_STEP_UNITS,
     field_for_key,
     is_eval_key,
+    key_words,
+    lexicon,
     normalise_key,
 )
 
@@ -48,7 +50,7 @@ _BAR_NOTOTAL = re.compile(
     r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s"
 )
 
-_KEY = r"[A-Za-z_][\w./\-]*(?:\([^)\s]{1,10}\))?(?:[ ][A-Za-z][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
+_KEY = r"[^\W\d][\w./\-]*(?:\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
     r"(?P<u>" + _UNIT + r"(?:/[A-Za-z]+)?)"
@@ -62,7 +64,7 @@ _KV = re.compile(
 _RATE = re.compile(
     r"(?P<v>"
     + NUM
-    + r")\s*(?P<u>(?:ms|s|sec|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter)"
+    + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter|epoch)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
 )
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
@@ -88,6 +90,14 @@ class Candidates:
     is_summary: bool = False
     n_metrics: int = 0
     eval_metric: bool = False
+    n_eval_keys: int = 0
+    n_other_keys: int = 0
+    components: list[float] = field(default_factory=list)
+    generic_time: tuple[int, float] | None = None
+    outer_time: tuple[int, float] | None = None
+    outer_counter: bool = False
+    first_role: str | None = None
+    is_summary_line: bool = False
 
     def put(self, name: str, rank: int, value: float) -> None:
         cur = self.values.get(name)
@@ -164,6 +174,10 @@ def _apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
     u = unit.lower().replace("sec", "s").replace("second", "s")
     if not (value > 0 and math.isfinite(value)):
         return
+    if u.endswith("/epoch"):  # time per epoch: a step time only where the epoch is the counter
+        if c.outer_time is None or rank < c.outer_time[0]:
+            c.outer_time = (rank, _seconds(value, u.split("/")[0]))
+        return
     if u in TIME_PER_STEP_UNITS or u.replace("sec", "s") in TIME_PER_STEP_UNITS:
         base = u.split("/")[0]
         c.put("step_time", rank, _seconds(value, base))
@@ -192,27 +206,42 @@ _LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
 
-def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
+_GENERIC_TIME = {"time", "seconds", "secs", "duration", "tiempo", "zeit", "temps", "耗时"}
+
+
+def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | None]:
+    """The normalised key and its role; multi-word keys fall back to their shorter suffixes
+    (`INFO train loss` -> `train loss`), unless a dropped word is an evaluation word
+    (`Validation loss`) or the suffix is a generic word qualified by others (`inference time`)."""
     key = normalise_key(raw_key)
+    hit = field_for_key(key)
+    if hit is not None or " " not in raw_key.strip():
+        return key, hit
+    words = raw_key.lower().split()
+    for i in range(1, len(words)):
+        suffix = normalise_key(" ".join(words[i:]))
+        hit = field_for_key(suffix)
+        if hit is not None:
+            head = " ".join(words[:i])
+            if is_eval_key(head):
+                return key, None
+            if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(head):
+                return key, None
+            return suffix, hit
+    return key, None
+
+
+def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
+    key, hit = _resolve_key(c, raw_key)
     if key in _SUMMARY_KEYS:
         c.is_summary = True
-    words = key.split("_") if " " not in raw_key.strip() else raw_key.lower().split()
-    hit = field_for_key(key)
-    if hit is None and is_eval_key(key) and "loss" in key:
-        c.eval_metric = True
-    if hit is None and " " in raw_key.strip():
-        # multi-word keys: try shorter suffixes ("INFO train loss" -> "train loss" -> "loss"),
-        # but a generic word ("time", "it") qualified by others ("inference time") is not ours
-        for i in range(1, len(words)):
-            suffix = normalise_key(" ".join(words[i:]))
-            hit = field_for_key(suffix)
-            if hit is not None:
-                if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(" ".join(words[:i])):
-                    hit = None
-                    break
-                key = suffix
-                break
     if hit is None:
+        if is_eval_key(key):
+            c.n_eval_keys += 1
+            if any(w in lexicon().loss_heads for w in key_words(key)):
+                c.eval_metric = True
+            return False
+        c.n_other_keys += 1
         if THROUGHPUT_WORDS.search(key) and ("per_s" in key or "/s" in key or key in ("wps", "tps", "tgs")):
             val = _to_float(raw_val)
             if val is not None and c.throughput is None:
@@ -220,6 +249,8 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
                 return True
         return False
     name, rank = hit
+    if c.first_role is None:
+        c.first_role = name
     sval = raw_val.strip()
     if name in ("elapsed", "remaining"):
         dur = parse_duration(sval + (unit if unit in ("s", "sec", "h", "min", "ms") else ""))
@@ -237,7 +268,7 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if name == "step":
             c.put("step", rank, n)
             c.put("total_steps", rank, d)
-        elif name == "epoch":
+        elif name in ("epoch", "total_epochs"):
             c.put("epoch", rank, n)
             c.total_epochs = int(d)
         else:
@@ -247,19 +278,36 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         return False
     val = _to_float(sval)
     if val is None:
-        dur = parse_duration(sval) if name == "step_time" else None
+        dur = parse_duration(sval) if name in ("step_time", "outer_time") else None
         if dur is None:
             return False
         val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
+    if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
+        return False  # counters are whole numbers (a fractional epoch is a position)
     if name == "loss" and math.isnan(val):
         c.loss_is_nan = True
         c.put("loss", rank, val)
         return True
     if name == "step_time":
-        _put_time(c, key, rank, val, unit)
+        if key in _GENERIC_TIME:
+            if val > 0 and math.isfinite(val) and (c.generic_time is None or rank < c.generic_time[0]):
+                c.generic_time = (rank, _seconds(val, unit) if "ms" not in key else val / 1000.0)
+        else:
+            _put_time(c, key, rank, val, unit)
+    elif name == "outer_time":
+        if val > 0 and math.isfinite(val):
+            c.outer_time = (rank, _seconds(val, unit or ("min" if key.startswith("min") else "s")))
     elif name == "step_rate":
         if val > 0:
             c.put("step_time", rank + 1, 1.0 / val)
+    elif name == "loss_component":
+        c.components.append(val)
+    elif name == "total_if_step":
+        if "step" in c.values or "epoch" in c.values:
+            c.put("total_steps" if "step" in c.values else "total_epochs", rank, val)
+    elif name == "total_epochs":
+        if c.total_epochs is None:
+            c.total_epochs = int(val)
     else:
         c.put(name, rank, val)
     return True
@@ -278,6 +326,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
     desc = text[: m.start()]
     if EVAL_WORDS.search(desc):
         c.is_eval = True
+    if m["n"] == "0" and m["rate"] == "?":  # a bar that has not moved: nothing ran yet
+        return desc + " " * (m.end() - m.start()) + text[m.end() :]
     c.put("step", 3, float(m["n"]))
     c.put("total_steps", 3, float(m["total"]))
     rate = m["rate"]
@@ -400,4 +450,39 @@ def parse_line(text: str) -> Candidates:
                     c.put("total_steps", 4, float(f["d"]))
     if c.eval_metric and "loss" not in c.values:
         c.is_eval = True
+    _finish(c, body)
     return c
+
+
+_WORDS = re.compile(r"[^\W\d_]+")
+_FIRST_VALUE = re.compile(r"\d")
+
+
+def _finish(c: Candidates, body: str) -> None:
+    """Line-level semantics once every number has a role (see docs/tracker.md)."""
+    lex = lexicon()
+    m = _FIRST_VALUE.search(body)
+    prefix = body[: m.start()] if m else body
+    if any(w.lower() in lex.eval_words for w in _WORDS.findall(prefix)):
+        c.is_eval = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
+    v = c.values
+    if c.n_eval_keys and not c.n_other_keys and "loss" not in v and "step_time" not in v:
+        c.is_eval = True  # only evaluation metrics besides the counter: `s:90 eval:0.3`
+    many = c.n_metrics + c.n_other_keys >= 3
+    sole = len(c.components) == 1 and ("step" in v or "epoch" in v or many)
+    if sole and "loss" not in v and not c.loss_is_nan:
+        c.put("loss", 8, c.components[0])  # the only loss printed is the loss (`loss_G`)
+    epoch = c.get("epoch")
+    if "step" not in v and epoch is not None and epoch.is_integer() and c.first_role == "epoch":
+        c.outer_counter = True  # an epoch (round, episode) is the only counter the line has
+        c.put("step", 6, epoch)
+        if c.total_epochs:
+            c.put("total_steps", 6, float(c.total_epochs))
+    if "step_time" not in v:
+        if c.outer_counter and c.outer_time is not None:
+            c.put("step_time", c.outer_time[0] + 2, c.outer_time[1])
+        elif not c.outer_counter and c.generic_time is not None:
+            c.put("step_time", c.generic_time[0], c.generic_time[1])
+    low = body.lower()
+    words = set(_WORDS.findall(low))
+    c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words)
