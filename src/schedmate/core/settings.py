@@ -98,7 +98,7 @@ class FailureSettings(_Section):
     corroboration_window_s: float = Field(24 * 3600.0, gt=0)
     max_drains_per_cycle: int = Field(1, ge=0, description="drains one planner cycle may decide (0 = never)")
     max_suspect_nodes: int = Field(3, ge=1, description="more suspect nodes at once: systemic, no drain")
-    time_limit_factor: float = Field(2.0, gt=1, description="after a time-limit kill: new limit = limit x this")
+    time_limit_factor: float = Field(2.0, gt=1, description="time-limit kill: new limit = limit x this")
     max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on a resubmission's time limit")
     mem_factor: float = Field(2.0, gt=1, description="resubmission after a memory-limit kill: memory x this")
     max_mem_mb: int = Field(1024 * 1024, gt=0, description="cap on a resubmission's memory (MB)")
