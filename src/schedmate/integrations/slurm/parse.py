@@ -373,7 +373,13 @@ def parse_scontrol_record(line: str) -> dict[str, str]:
     out: dict[str, str] = {}
     last: str | None = None
     pos = 0
-    matches = [m for m in _KEY.finditer(line) if m.group(1) in _KNOWN_KEYS]
+    matches = []
+    seen: set[str] = set()
+    for m in _KEY.finditer(line):
+        key = m.group(1)
+        if key in _KNOWN_KEYS and key not in seen:  # a repeated key is text inside a free-text value
+            seen.add(key)
+            matches.append(m)
     if not matches:
         raise InputError(f"scontrol show job: no Key=Value fields in {line[:60]!r}")
     for i, m in enumerate(matches):
