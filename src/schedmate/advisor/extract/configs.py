@@ -17,7 +17,10 @@ from typing import Any
 
 import yaml
 
+from schedmate.advisor.extract.paths import inside as inside_root
+from schedmate.advisor.extract.paths import read_source
 from schedmate.advisor.extract.pyconfig import python_config
+from schedmate.core.errors import InputError
 
 __all__ = [
     "Flat",
@@ -30,6 +33,7 @@ __all__ = [
     "compose_hydra",
     "literal",
     "MAX_CONFIG_BYTES",
+    "yaml_documents",
 ]
 
 Flat = dict[str, Any]
@@ -37,24 +41,73 @@ MAX_CONFIG_BYTES = 1_000_000
 _MAX_DEPTH = 12
 
 
-def flatten(data: Any, prefix: str = "", depth: int = 0) -> Flat:
-    """Nested dicts to dotted keys; lists of scalars kept as values, lists of dicts indexed."""
+MAX_FLAT_KEYS = 20_000  # a config is a few hundred keys; an alias bomb expands to billions
+MAX_YAML_ALIASES = 1_000
+
+
+def flatten(data: Any, prefix: str = "", depth: int = 0, *, max_keys: int = MAX_FLAT_KEYS) -> Flat:
+    """Nested dicts to dotted keys; lists of scalars kept as values, lists of dicts indexed.
+
+    Bounded: at most `max_keys` nodes are visited in all (YAML aliases share one subtree many
+    times, so a 2 KB file can name billions of keys) and nesting stops at 12 levels."""
     out: Flat = {}
-    if depth > _MAX_DEPTH:
-        return out
-    if isinstance(data, Mapping):
-        for k, v in data.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, Mapping) or (
-                isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v)
+    budget = [max_keys]
+
+    def walk(node: Any, pre: str, d: int) -> None:
+        if d > _MAX_DEPTH:
+            return
+        if isinstance(node, Mapping):
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = ((str(i), v) for i, v in enumerate(node[:50]))
+        else:
+            return
+        for k, v in items:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            key = f"{pre}.{k}" if pre else str(k)
+            if (
+                isinstance(node, list)
+                or isinstance(v, Mapping)
+                or (isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v))
             ):
-                out.update(flatten(v, key, depth + 1))
+                if isinstance(v, Mapping | list):
+                    walk(v, key, d + 1)
+                elif isinstance(node, list):
+                    continue  # a list of dicts keeps only its dicts, as before
+                else:
+                    out[key] = v
             else:
                 out[key] = v
-    elif isinstance(data, list):
-        for i, v in enumerate(data[:50]):
-            out.update(flatten(v, f"{prefix}.{i}" if prefix else str(i), depth + 1))
+
+    walk(data, prefix, depth)
     return out
+
+
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs installed
+    """yaml.SafeLoader that refuses more than MAX_YAML_ALIASES aliases (a "billion laughs" file)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise ValueError(f"more than {MAX_YAML_ALIASES} YAML aliases (an alias bomb?)")
+        return super().compose_node(parent, index)
+
+
+def yaml_documents(text: str) -> Iterator[Any]:
+    """The documents of a YAML text, with the safe loader and a bound on aliases."""
+    loader = _BoundedLoader(text)
+    try:
+        while loader.check_data():
+            yield loader.get_data()
+    finally:
+        loader.dispose()
 
 
 def literal(text: str) -> Any:
@@ -119,11 +172,12 @@ def python_assignments(tree: ast.Module) -> Iterator[tuple[str, Any, int]]:
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise ValueError("not a regular file")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ValueError(f"larger than {MAX_CONFIG_BYTES} bytes")
-    return path.read_bytes().decode("utf-8", errors="replace")
+    """A config file's text; a FIFO, device, oversize or unusable path is a ValueError (the
+    callers' "could not read" path), never a hang."""
+    try:
+        return read_source(path, MAX_CONFIG_BYTES, what="config")
+    except InputError as exc:
+        raise ValueError(str(exc).removeprefix(f"config {path}: ")) from None
 
 
 def load_data(path: Path) -> tuple[Any, str | None]:
@@ -133,7 +187,7 @@ def load_data(path: Path) -> tuple[Any, str | None]:
         suffix = path.suffix.lower()
         if suffix in (".yaml", ".yml"):
             data: Any = {}
-            for doc in yaml.safe_load_all(text):
+            for doc in yaml_documents(text):
                 if isinstance(doc, Mapping):
                     data = {**data, **doc}
             return data, None
@@ -184,11 +238,7 @@ def compose_hydra(
     choice = {o.split("=", 1)[0].lstrip("+~"): o.split("=", 1)[1] for o in overrides if "=" in o}
 
     def safe(p: Path) -> Path | None:
-        try:
-            rp = p.resolve()
-        except (OSError, RuntimeError):
-            return None
-        return rp if rp.is_relative_to(inside) and rp.is_file() else None
+        return inside_root(inside, p)
 
     def load(rel: str) -> Any:
         for suffix in ("", ".yaml", ".yml"):
@@ -197,7 +247,7 @@ def compose_hydra(
                 if p not in used:
                     used.append(p)
                 try:
-                    return yaml.safe_load(_read_text(p)) or {}
+                    return next(yaml_documents(_read_text(p)), None) or {}
                 except (OSError, ValueError, yaml.YAMLError):
                     return {}
         return None

@@ -21,7 +21,8 @@ from schedmate.advisor.extract.budget import TOKEN_SCOPE, apply_budgets
 from schedmate.advisor.extract.configs import Flat, compose_hydra, literal
 from schedmate.advisor.extract.derive import IGNORED, Candidate, Namespace, derive_metadata, framework_of
 from schedmate.advisor.extract.inherit import load_inherited
-from schedmate.advisor.extract.launch import Launch, inside, parse_launch
+from schedmate.advisor.extract.launch import Launch, parse_launch
+from schedmate.advisor.extract.paths import inside
 from schedmate.advisor.extract.pyscan import CodeFacts, Ref, scan_python
 from schedmate.advisor.extract.vocab import (
     FIELD_KEYS,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.advisor.extract.configs import Flat, flatten, load_data
-from schedmate.advisor.extract.launch import inside
+from schedmate.advisor.extract.paths import inside
 
 __all__ = ["load_inherited", "deep_merge", "BASE_KEYS"]
 

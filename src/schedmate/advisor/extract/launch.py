@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schedmate.advisor.extract.configs import load_config, parse_env_text
+from schedmate.advisor.extract.paths import inside, read_source
 from schedmate.advisor.extract.shell import ShellState, assignment, expand_words, split_statements
+from schedmate.core.errors import InputError
 
-__all__ = ["Launch", "parse_launch", "inside"]
+__all__ = ["Launch", "parse_launch"]
 
 _MAX_SCRIPT_BYTES = 512_000
 _MAX_DEPTH = 4
@@ -179,19 +181,6 @@ class Launch:
         return None
 
 
-def inside(root: Path, rel: str | Path) -> Path | None:
-    """`rel` resolved under `root` when it stays inside (no `..` or symlink escape) and is a file."""
-    try:
-        base = root.resolve()
-        p = Path(rel)
-        cand = (p if p.is_absolute() else base / p).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-    if not cand.is_relative_to(base) or not cand.is_file():
-        return None
-    return cand
-
-
 def _int(text: str | None) -> int | None:
     if text is None:
         return None
@@ -312,8 +301,11 @@ class _Parser:
         if prog in _NOT_TRAINING:
             if prog in ("source", ".") and rest:
                 p = inside(self.root, rest[0])
-                if p is not None and p.stat().st_size <= _MAX_SCRIPT_BYTES:
-                    env.update(parse_env_text(p.read_bytes().decode("utf-8", "replace")))
+                if p is not None:
+                    try:
+                        env.update(parse_env_text(read_source(p, _MAX_SCRIPT_BYTES, what="sourced file")))
+                    except InputError as exc:
+                        self.launch.notes.append(str(exc))
             return False
         if prog in ("sbatch", "bash", "sh", "zsh") or prog.endswith(".sh"):
             script_tokens = rest if not prog.endswith(".sh") else tokens
@@ -467,10 +459,11 @@ class _Parser:
             self.launch.notes.append(f"launcher script {rel!r} not found inside the job directory")
             return False
         self.seen_scripts.add(path)
-        if path.stat().st_size > _MAX_SCRIPT_BYTES:
-            self.launch.notes.append(f"{rel}: larger than {_MAX_SCRIPT_BYTES} bytes, not read")
+        try:
+            text = read_source(path, _MAX_SCRIPT_BYTES, what="launcher script")
+        except InputError as exc:
+            self.launch.notes.append(f"{exc}; not read")
             return False
-        text = path.read_bytes().decode("utf-8", "replace")
         where = str(path.relative_to(self.root.resolve()))
         _parse_sbatch(text, self.launch, where)
         if "#SBATCH" in text:

@@ -30,6 +30,8 @@ NOVALUE: Any = _NoValue()
 _MAX_PY_VALUE = 10_000  # expression nodes one config file may evaluate
 _MAX_STATEMENTS = 2_000  # statements of config functions one file may evaluate
 _MAX_CALL_DEPTH = 4  # config functions calling each other
+_MAX_NUMBER = 10**18  # larger operands are not settings
+_MAX_SEQUENCE = 10_000  # items (or characters) of a value built by `+`
 # functions that build a config: get_config, get_cfg, make_config, default_hparams, base_config, config, ...
 CONFIG_FUNCTION = re.compile(
     r"^(?:(?:get|make|build|create|default|base)_?(?:\w+_)?)?(?:config|cfg|hparams|"
@@ -91,6 +93,11 @@ class _Eval:
             left, right = self.value(node.left, env), self.value(node.right, env)
             numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
             same_seq = type(left) is type(right) and isinstance(left, (str, list, tuple))
+            # `b = a * a` / `b = a + a` line after line: values of millions of digits or items
+            if numbers and max(abs(left), abs(right)) > _MAX_NUMBER:
+                return NOVALUE
+            if same_seq and len(left) + len(right) > _MAX_SEQUENCE:
+                return NOVALUE
             if (numbers and not (isinstance(node.op, (ast.Div, ast.FloorDiv)) and right == 0)) or (
                 same_seq and isinstance(node.op, ast.Add)
             ):

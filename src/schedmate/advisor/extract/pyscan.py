@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedmate.advisor.extract.paths import read_source
 from schedmate.advisor.extract.vocab import dataset_size, help_scope
+from schedmate.core.errors import InputError
 
 __all__ = ["Ref", "CodeFacts", "scan_python", "scan_source"]
 
 MAX_PY_BYTES = 1_000_000
+_MAX_NUMBER = 10**18  # larger operands are not settings; bounds the cost of `a * a`
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ def _value(node: ast.AST, constants: dict[str, tuple[Any, str]]) -> Any:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Add)):
         left, right = _value(node.left, constants), _value(node.right, constants)
         if isinstance(left, (int, float)) and isinstance(right, (int, float)) and not isinstance(left, bool):
+            if abs(left) > _MAX_NUMBER or abs(right) > _MAX_NUMBER:
+                return None  # `b = a * a` line after line: numbers of millions of digits, never a setting
             if isinstance(node.op, ast.Mult):
                 return left * right
             if isinstance(node.op, ast.Add):
@@ -576,11 +581,8 @@ def scan_source(text: str, fname: str, facts: CodeFacts | None = None) -> CodeFa
 def scan_python(path: Path, rel: str, facts: CodeFacts | None = None) -> CodeFacts:
     facts = facts or CodeFacts()
     try:
-        if path.stat().st_size > MAX_PY_BYTES:
-            facts.errors.append(f"{rel}: larger than {MAX_PY_BYTES} bytes, not scanned")
-            return facts
-        text = path.read_bytes().decode("utf-8", "replace")
-    except OSError as exc:
-        facts.errors.append(f"{rel}: {exc.strerror}")
+        text = read_source(path, MAX_PY_BYTES, what=rel)
+    except InputError as exc:
+        facts.errors.append(f"{exc}; not scanned")
         return facts
     return scan_source(text, rel, facts)
