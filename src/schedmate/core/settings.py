@@ -163,6 +163,8 @@ class WatchSettings(_Section):
     timeout_requeue: bool = Field(True, description="requeue a job killed at its time limit with more time")
     timeout_factor: float = Field(2.0, gt=1, description="new limit = old limit x this, at most the cap")
     max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on any limit watch sets")
+    corroborating_users: int = Field(2, ge=2, description="distinct users whose jobs failed on a node before a drain")
+    corroboration_window_s: float = Field(24 * 3600.0, gt=0, description="how far back those failures count")
     drains_per_hour: int = Field(1, ge=0, description="node drains allowed per hour (0 = never drain)")
     max_drained_share: float = Field(0.1, ge=0, le=1, description="of a partition's nodes drained at once")
     min_failure_confidence: float = Field(0.7, ge=0, le=1, description="below this, annotate only")
