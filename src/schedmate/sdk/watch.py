@@ -155,7 +155,6 @@ def build_watcher(
         SdkCapabilities(settings),
         store,
         settings.watch,
-        failure=settings.failure,
         metrics=wm,
         log=log,
     )

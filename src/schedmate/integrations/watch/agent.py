@@ -28,7 +28,7 @@ from schedmate.core.cluster import (
     apply_action,
 )
 from schedmate.core.errors import BackendError, InputError, SchedmateError
-from schedmate.core.settings import FailureSettings, WatchSettings
+from schedmate.core.settings import WatchSettings
 from schedmate.core.types import TrackResult
 from schedmate.integrations.watch.follow import JobLog, owner_uid
 from schedmate.integrations.watch.metrics import WatchMetrics
@@ -97,7 +97,6 @@ class Watcher:
         store: WatchStore,
         settings: WatchSettings | None = None,
         *,
-        failure: FailureSettings | None = None,
         metrics: WatchMetrics | None = None,
         log: TextIO | None = None,
         clock: Callable[[], float] = time.time,
@@ -106,7 +105,6 @@ class Watcher:
         self.caps = caps
         self.store = store
         self.s = settings or WatchSettings()
-        self.failure = failure or FailureSettings()
         self.metrics = metrics
         self._log_to = log if log is not None else sys.stderr
         self.clock = clock
@@ -182,14 +180,17 @@ class Watcher:
                     raise  # the store is down: the whole cycle backs off
                 rep.errors.append(f"job {job.job_id}: {exc}")
                 self.log("job_error", level="warning", job_id=job.job_id, error=str(exc))
+            except Exception as exc:  # noqa: BLE001  (one job's failure, in any capability, is that job's error)
+                rep.errors.append(f"job {job.job_id}: {_one_line(exc)}")
+                self.log("job_error", level="error", job_id=job.job_id, error=_one_line(exc))
         if done:
             try:
                 self.caps.remember(done)
                 for j, _ in done:
                     self.store.put_job(j.job_id, remembered=1)
                 self.log("history_added", jobs=[j.job_id for j, _ in done])
-            except SchedmateError as exc:
-                self.log("history_failed", level="warning", error=str(exc))
+            except Exception as exc:  # noqa: BLE001  (the history is best effort; retried next time)
+                self.log("history_failed", level="warning", error=_one_line(exc))
         running = {j.job_id for j in snap.running}
         for job_id in [k for k in self.logs if k not in running]:
             del self.logs[job_id]
@@ -561,9 +562,9 @@ class Watcher:
             self._annotate(fresh, join_notes([note]))
 
     def _maybe_drain(self, job: JobView, node: str, diag: Diagnosis, snap: ClusterSnapshot) -> None:
-        since = self.clock() - self.failure.corroboration_window_s
+        since = self.clock() - self.s.corroboration_window_s
         sources = self.store.sources_implicating(node, since)
-        if len(sources) < self.failure.corroborating_jobs:
+        if len(sources) < self.s.corroborating_users:
             self.log("drain_not_corroborated", node=node, job_id=job.job_id, sources=len(sources))
             return
         drains = self.store.count_actions(ActionKind.DRAIN.value, since=self.clock() - 3600)
@@ -576,6 +577,11 @@ class Watcher:
             self._act(action)
         else:
             self._skip(action, why)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def _readable_by(path: str, user: str | None) -> bool:

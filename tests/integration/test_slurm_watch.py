@@ -1,0 +1,470 @@
+"""`watch` against a REAL Slurm (slurmctld + slurmd from .ci/provision_slurm.sh): real sbatch jobs,
+real requeues, real Comments. Must run, not skip, under CI=true.
+
+Each scenario submits to a partition of its own (created here on the test cluster's node) and
+its watch acts only on that partition (the allowlist), so scenarios cannot act on each
+other's jobs. Cycles are driven in-process (`Watcher.cycle()`), except scenario (d), which
+kills and restarts a real `schedmate watch` process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schedmate.core.cluster import JobState, JobView
+from schedmate.core.settings import Settings, SlurmSettings, load_settings
+from schedmate.integrations.slurm import SlurmBackend, parse_scontrol_record
+from schedmate.integrations.watch import CycleReport, Watcher
+from schedmate.sdk.watch import build_watcher, job_report
+
+pytestmark = pytest.mark.integration
+
+PROVISIONED = Path("/var/lib/schedmate-ci/slurm/slurm.conf")
+REPO = Path(__file__).resolve().parents[2]
+HOST = os.uname().nodename.split(".")[0]
+
+
+def _conf() -> str | None:
+    conf = os.environ.get("SLURM_CONF") or (str(PROVISIONED) if PROVISIONED.exists() else None)
+    if conf is None or not Path(conf).exists():
+        return None
+    return conf
+
+
+@pytest.fixture(scope="module")
+def conf() -> str:
+    found = _conf()
+    problem = None
+    if found is None:
+        problem = "no Slurm: set SLURM_CONF or run `make slurm` (.ci/provision_slurm.sh)"
+    else:
+        try:
+            SlurmBackend(SlurmSettings(conf=found, timeout_s=10)).snapshot()
+        except Exception as exc:  # noqa: BLE001  (any reason the cluster cannot be used)
+            problem = f"Slurm at {found} does not answer: {exc}"
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(problem + " (CI=true: the Slurm tests must run)")
+        pytest.skip(problem)
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="module")
+def slurm(conf: str) -> SlurmBackend:
+    return SlurmBackend(SlurmSettings(conf=conf, timeout_s=10))
+
+
+def run(args: list[str], conf: str, **kw: Any) -> str:
+    env = {**os.environ, "SLURM_CONF": conf}
+    out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=30, check=False, **kw)
+    assert out.returncode == 0, f"{args[0]} failed: {out.stderr.strip()}"
+    return out.stdout
+
+
+_submitted: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cleanup(conf: str) -> Iterator[None]:
+    yield
+    if _submitted:
+        subprocess.run(
+            ["scancel", *_submitted], env={**os.environ, "SLURM_CONF": conf}, check=False, timeout=30
+        )
+
+
+def partition(conf: str) -> str:
+    """A fresh partition on the test cluster's node: the scenario's own allowlist."""
+    name = "t" + uuid.uuid4().hex[:8]
+    run(
+        ["scontrol", "create", f"PartitionName={name}", f"Nodes={HOST}", "MaxTime=INFINITE", "State=UP"], conf
+    )
+    return name
+
+
+def sbatch(conf: str, workdir: Path, part: str, script: str, *extra: str) -> str:
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "job.sh"
+    path.write_text("#!/bin/bash\n" + script)
+    out = run(
+        [
+            "sbatch",
+            "--parsable",
+            "-p",
+            part,
+            "-D",
+            str(workdir),
+            "-o",
+            "out.log",
+            "--open-mode=append",
+            *extra,
+            str(path),
+        ],
+        conf,
+    )
+    job_id = out.strip().split(";")[0]
+    _submitted.append(job_id)
+    return job_id
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def wait_state(slurm: SlurmBackend, job_id: str, *states: JobState, timeout: float = 40) -> JobView:
+    def check() -> JobView | None:
+        j = slurm.job(job_id)
+        return j if j is not None and j.state in states else None
+
+    return wait_for(check, timeout, f"job {job_id} in {[s.value for s in states]}")  # type: ignore[no-any-return]
+
+
+def scontrol_job(conf: str, job_id: str) -> dict[str, str]:
+    return parse_scontrol_record(run(["scontrol", "show", "job", "-o", job_id], conf).strip())
+
+
+def settings(conf: str, cache: Path, part: str, **watch: Any) -> Settings:
+    return load_settings(
+        overrides={
+            "embedder": {"backend": "none"},
+            "llm": {"base_url": ""},
+            "cache_dir": str(cache),
+            "slurm": {"conf": conf, "timeout_s": 10},
+            "watch": {"execute": True, "partitions": [part], "interval_s": 1, **watch},
+        },
+        environ={},
+    )
+
+
+def cycle(s: Settings) -> tuple[CycleReport, list[dict[str, Any]], Watcher]:
+    buf = io.StringIO()
+    w = build_watcher(s, log=buf)
+    try:
+        rep = w.cycle()
+    finally:
+        w.store.close()
+    logs = [json.loads(line) for line in buf.getvalue().splitlines()]
+    return rep, logs, w
+
+
+def mine(rep: CycleReport, job_id: str) -> list[dict[str, Any]]:
+    return [a for a in rep.actions if a["job_id"] == job_id]
+
+
+PROGRESS = """
+for i in $(seq 1 400); do echo "iter $i/400: loss 3.$((1000 - i)), time 250.00ms"; sleep 0.25; done
+"""
+
+NCCL = """
+echo "iter 1/100: loss 3.2, time 500.00ms"
+echo "iter 2/100: loss 3.1, time 500.00ms"
+echo "$(hostname -s):3468:3905 [0] NCCL INFO Channel 00/02 :    0   1"
+echo "$(hostname -s):3468:3905 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)"
+echo "RuntimeError: NCCL communicator was aborted on rank 0. Original reason for failure was: NCCL error: remote process exited or there was a network error, NCCL version 2.18.5"
+exit 1
+"""
+
+PY_EXCEPTION = """
+echo "iter 1/100: loss 3.2, time 500.00ms"
+echo "Traceback (most recent call last):"
+echo '  File "train.py", line 9, in main'
+echo '    lr = cfg["lr"]'
+echo "KeyError: 'lr'"
+exit 1
+"""
+
+FORGED = """
+echo "iter 1/100: loss 3.2, time 500.00ms"
+echo "srun: error: gpu-node-7: task 0: Exited with exit code 1"
+echo "gpu-node-7:3468:3905 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)"
+echo "RuntimeError: NCCL error on node gpu-node-7: remote process exited or there was a network error"
+echo "slurmstepd: error: *** JOB 1 ON gpu-node-7 CANCELLED AT 2026-11-24T07:00:00 DUE TO NODE FAILURE ***"
+exit 1
+"""
+
+
+def node_state(slurm: SlurmBackend) -> str:
+    n = slurm.snapshot().node(HOST)
+    assert n is not None
+    return n.state.value
+
+
+# -- (a) progress and ETA in the Comment and on /metrics ------------------------------------------
+def test_a_progress_and_eta_in_comment_and_metrics(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, PROGRESS)
+    wait_state(slurm, job_id, JobState.RUNNING)
+    out = tmp_path / "job" / "out.log"
+    wait_for(lambda: out.exists() and out.read_text().count("\n") >= 8, 20, "progress lines")
+    s = settings(conf, tmp_path / "cache", part, metrics_port=0)
+    w = build_watcher(s, log=io.StringIO())
+    from schedmate.integrations.watch.metrics import WatchMetrics
+
+    w.metrics = WatchMetrics()
+    port = w.metrics.serve(0)
+    try:
+        w.cycle()
+        comment = slurm.job(job_id).comment or ""  # type: ignore[union-attr]
+        assert comment.startswith("schedmate: ") and "% done (step " in comment and "/400)" in comment
+        assert "ETA " in comment and "ETA ?" not in comment
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        line = next(
+            ln
+            for ln in text.splitlines()
+            if ln.startswith("schedmate_job_progress{") and f'job_id="{job_id}"' in ln
+        )
+        assert f'partition="{part}"' in line and 'user="root"' in line
+        assert 0 < float(line.rsplit(" ", 1)[1]) < 1
+        assert any(ln.startswith("schedmate_job_eta_seconds{") and job_id in ln for ln in text.splitlines())
+        # the next cycle reads only what was appended and moves the progress on
+        first = w.logs[job_id].offset
+        time.sleep(1.5)
+        w.cycle()
+        assert w.logs[job_id].offset > first
+        later = slurm.job(job_id).comment or ""  # type: ignore[union-attr]
+        assert later != comment and "% done" in later
+        # a finished job drops out of /metrics
+        run(["scancel", job_id], conf)
+        wait_state(slurm, job_id, JobState.CANCELLED)
+        w.cycle()
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert f'job_id="{job_id}"' not in text
+    finally:
+        w.metrics.stop()
+        w.store.close()
+    rep = job_report(s, job_id, backend=slurm)
+    assert rep["schema_version"] >= 1 and rep["total_steps"] == 400 and rep["progress"] > 0
+
+
+# -- (c) a Python exception: not requeued, annotated -----------------------------------------------
+def test_c_application_error_not_requeued(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, PY_EXCEPTION)
+    wait_state(slurm, job_id, JobState.FAILED)
+    s = settings(conf, tmp_path / "cache", part)
+    rep, logs, _ = cycle(s)
+    assert mine(rep, job_id) == []
+    rep2, _, _ = cycle(s)
+    assert mine(rep2, job_id) == []
+    j = slurm.job(job_id)
+    assert j is not None and j.state is JobState.FAILED and j.restarts == 0
+    report = job_report(s, job_id, backend=slurm)
+    assert report["diagnosis"]["category"] == "application"
+    assert "KeyError" in report["diagnosis"]["root_cause"]
+    notes = [e["message"] for e in report["events"] if e["kind"] == "diagnosis"]
+    assert len(notes) == 1 and "not requeued" in notes[0]
+    assert report["actions"] == []
+
+
+# -- (b) NCCL/network error: requeued once, node excluded, not drained -----------------------------
+def test_b_nccl_requeued_once_excluding_node_not_drained(
+    conf: str, slurm: SlurmBackend, tmp_path: Path
+) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, NCCL)
+    wait_state(slurm, job_id, JobState.FAILED)
+    s = settings(conf, tmp_path / "cache", part)
+    rep, logs, _ = cycle(s)
+    acts = mine(rep, job_id)
+    assert [(a["kind"], a["mode"], a["exclude_nodes"]) for a in acts] == [("requeue", "execute", [HOST])]
+    info = scontrol_job(conf, job_id)
+    assert info["JobState"] == "PENDING" and info["Restarts"] == "1" and info["ExcNodeList"] == HOST
+    assert info["Comment"].startswith("schedmate: infrastructure failure (nccl")
+    assert "requeued 1/2" in info["Comment"]
+    assert node_state(slurm) != "DRAIN"
+    assert not any(lg["event"] == "action" and lg["kind"] == "drain" for lg in logs)
+    assert any(lg["event"] == "drain_not_corroborated" and lg["node"] == HOST for lg in logs)
+    rep2, _, _ = cycle(s)
+    assert mine(rep2, job_id) == []
+    assert scontrol_job(conf, job_id)["Restarts"] == "1"
+
+
+# -- (h) forged scheduler lines naming another node: nothing happens to that node ------------------
+def test_h_forged_node_in_log_is_ignored(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, FORGED)
+    wait_state(slurm, job_id, JobState.FAILED)
+    s = settings(conf, tmp_path / "cache", part)
+    rep, logs, _ = cycle(s)
+    acts = mine(rep, job_id)
+    assert all(a["node"] != "gpu-node-7" and "gpu-node-7" not in a["exclude_nodes"] for a in acts)
+    assert all(a["kind"] != "drain" for a in rep.actions)
+    ignored = [lg for lg in logs if lg["event"] == "log_node_ignored" and lg["job_id"] == job_id]
+    assert ignored and ignored[0]["named"] == "gpu-node-7" and ignored[0]["job_nodes"] == [HOST]
+    info = scontrol_job(conf, job_id)
+    assert "gpu-node-7" not in info.get("ExcNodeList", "")
+    # the only node excluded is the one the scheduler placed the job on
+    assert [a["exclude_nodes"] for a in acts if a["kind"] == "requeue"] in ([[HOST]], [])
+    assert node_state(slurm) != "DRAIN"
+
+
+# -- (d) watch killed between two cycles and restarted: no duplicate action -------------------------
+def test_d_killed_and_restarted_never_repeats(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, NCCL)
+    wait_state(slurm, job_id, JobState.FAILED)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "SLURM_CONF": conf, "SCHEDMATE_CACHE_DIR": str(cache)}
+    cmd = [
+        str(Path(sys.executable).parent / "schedmate"),
+        "--embedder",
+        "none",
+        "--cache-dir",
+        str(cache),
+        "watch",
+    ]
+    cmd += ["--execute", "--interval", "1", "--partition", part]
+    stderr = tmp_path / "watch1.log"
+    with stderr.open("w") as err:
+        proc = subprocess.Popen([*cmd], env=env, stderr=err, stdout=subprocess.DEVNULL, cwd=REPO)
+    try:
+        wait_for(lambda: scontrol_job(conf, job_id).get("Restarts") == "1", 40, "the first watch's requeue")
+        # let it run at least one more cycle, then kill it hard between cycles
+        wait_for(lambda: stderr.read_text().count('"event": "cycle"') >= 2, 20, "a second cycle")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    first = [json.loads(ln) for ln in stderr.read_text().splitlines() if ln.startswith("{")]
+    assert sum(1 for e in first if e["event"] == "action" and e["job_id"] == job_id) == 1
+    for n in (2, 3):
+        out = subprocess.run(
+            [*cmd, "--once"], env=env, capture_output=True, text=True, timeout=60, cwd=REPO, check=False
+        )
+        assert out.returncode == 0, out.stderr[-500:]
+        events = [json.loads(ln) for ln in out.stderr.splitlines() if ln.startswith("{")]
+        assert any(e["event"] == "cycle" for e in events), f"restart {n} ran no cycle"
+        assert not [e for e in events if e["event"] == "action" and e.get("job_id") == job_id]
+    assert scontrol_job(conf, job_id)["Restarts"] == "1"
+    s = settings(conf, cache, part)
+    report = job_report(s, job_id, backend=slurm)
+    assert [(a["kind"], a["status"]) for a in report["actions"]] == [("requeue", "done")]
+
+
+# -- (e) a pending job with history: TimeLimit and Comment from the prediction ----------------------
+def test_e_pending_job_gets_limit_and_comment_from_history(
+    conf: str, slurm: SlurmBackend, tmp_path: Path
+) -> None:
+    from schedmate.advisor import JobRecord
+    from schedmate.sdk import build_advisor
+
+    part = partition(conf)
+    code = tmp_path / "job"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=3)\n"
+        "p.add_argument('--lr', type=float, default=1e-3)\nargs = p.parse_args()\n"
+        "for epoch in range(args.epochs):\n    print(f'epoch {epoch}')\n"
+    )
+    script = "python train.py --epochs 3\n"
+    s = settings(conf, tmp_path / "cache", part)
+    history = [
+        JobRecord(
+            job_id=f"h{i}",
+            duration_s=d,
+            user="root",
+            name="job.sh",
+            n_gpus=1,
+            n_nodes=1,
+            code_dir=str(code),
+            command="#!/bin/bash\n" + script,
+            status="COMPLETED",
+        )  # fmt: skip
+        for i, d in enumerate([1100.0, 1200.0, 1250.0, 1300.0, 1150.0, 1220.0])
+    ]
+    build_advisor(s).import_jobs(history)
+    job_id = sbatch(conf, code, part, script, "--hold", "-t", "180", "--gres=gpu:1")
+    j = wait_state(slurm, job_id, JobState.PENDING)
+    assert j.time_limit_s == 180 * 60
+    rep, logs, _ = cycle(s)
+    advised = next(lg for lg in logs if lg["event"] == "advised" and lg["job_id"] == job_id)
+    p90 = advised["p90_s"]
+    assert advised["neighbors"] > 0 and p90 is not None
+    after = slurm.job(job_id)
+    assert after is not None and after.time_limit_s is not None
+    floor = max(p90 * 1.25, p90 + 300)
+    assert floor <= after.time_limit_s <= floor + 60  # p90 + margin, rounded up to a minute
+    assert after.time_limit_s < 180 * 60  # never above the user's request
+    assert (after.comment or "").startswith("schedmate: predicted ")
+    assert [a["kind"] for a in mine(rep, job_id)] == ["update"]
+    rep2, _, _ = cycle(s)
+    assert mine(rep2, job_id) == []  # no second update
+
+
+# -- (f) repeated identical failures: requeues stop at the budget ----------------------------------
+def test_f_requeues_stop_at_budget(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, NCCL)
+    s = settings(conf, tmp_path / "cache", part, requeue_budget=2)
+    for attempt in range(3):
+        wait_for(
+            lambda a=attempt: (
+                (j := slurm.job(job_id)) is not None and j.state is JobState.FAILED and j.restarts == a
+            ),
+            40,
+            f"failure {attempt + 1}",
+        )
+        rep, _, _ = cycle(s)
+        acts = mine(rep, job_id)
+        if attempt < 2:
+            assert [a["kind"] for a in acts] == ["requeue"]
+            # on a one-node cluster the excluded node is the only one: an operator (here the test)
+            # lets the job run again there at once
+            run(["scontrol", "update", f"JobId={job_id}", "ExcNodeList=", "StartTime=now"], conf)
+        else:
+            assert acts == []
+    report = job_report(s, job_id, backend=slurm)
+    assert [a["kind"] for a in report["actions"]] == ["requeue", "requeue"]
+    assert any("budget (2) exhausted" in e["message"] for e in report["events"])
+    assert slurm.job(job_id).restarts == 2  # type: ignore[union-attr]
+
+
+# -- (g) a job killed at its time limit: requeued with a larger limit, within the cap ---------------
+@pytest.fixture(scope="module", autouse=True)
+def timeout_job(conf: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, Path]:
+    """Submitted early: Slurm kills it at its 1-minute limit while the other scenarios run."""
+    part = partition(conf)
+    d = tmp_path_factory.mktemp("timeout") / "job"
+    script = 'for i in $(seq 1 600); do echo "iter $i/600: loss 2.0, time 1000.00ms"; '
+    script += 'if [ $((i % 10)) = 0 ]; then echo "Saving checkpoint to ckpt/step-$i.pt"; fi; sleep 1; done\n'
+    return sbatch(conf, d, part, script, "-t", "1"), part, d
+
+
+def test_g_timeout_requeued_with_larger_limit(
+    conf: str, slurm: SlurmBackend, tmp_path: Path, timeout_job: tuple[str, str, Path]
+) -> None:
+    job_id, part, _ = timeout_job
+    wait_state(slurm, job_id, JobState.TIMEOUT, timeout=150)
+    s = settings(conf, tmp_path / "cache", part, max_time_limit_s=150)
+    rep, _, _ = cycle(s)
+    acts = mine(rep, job_id)
+    assert [(a["kind"], a["time_limit_s"]) for a in acts] == [
+        ("requeue", 120.0)
+    ]  # 2 x 60 s, under the 150 s cap
+    info = scontrol_job(conf, job_id)
+    assert info["JobState"] == "PENDING" and info["TimeLimit"] == "00:02:00"
+    assert "resume from ckpt/step-" in info["Comment"]
+    run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], conf)
+    # the second kill: 2 x 120 s is over the 150 s cap -> 150 s; a third would gain nothing
+    s2 = settings(conf, tmp_path / "cache", part, max_time_limit_s=150, timeout_factor=1.1)
+    rep2, _, _ = cycle(s2)
+    assert mine(rep2, job_id) == []  # still pending/running: nothing to do yet
