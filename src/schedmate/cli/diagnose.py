@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
 from schedmate.cli import app
-from schedmate.cli.common import console, friendly_errors, settings_of
+from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.types import FailureReport
-from schedmate.failure import JobContext
-from schedmate.sdk import build_failure_handler
 
 __all__ = ["diagnose", "render_report"]
 
@@ -34,11 +33,21 @@ def render_report(r: FailureReport) -> Panel:
     if len(r.evidence) > 1:
         t.append("\nevidence:" + "".join(f"\n  {e[:200]}" for e in r.evidence[1:4]))
     if r.node:
-        t.append(f"\nnode: {r.node}")
+        t.append(f"\nnode named in the log: {r.node}")
     if r.checkpoint:
         t.append(f"\ncheckpoint: {r.checkpoint}")
     if r.recovery:
-        t.append("\nrecovery plan:" + "".join(f"\n  - {a.action} {a.target}: {a.reason}" for a in r.recovery))
+        t.append("\nrecovery plan:")
+        for a in r.recovery:
+            extra = []
+            if a.exclude_nodes:
+                extra.append("exclude " + ",".join(a.exclude_nodes))
+            if a.new_time_limit_s is not None:
+                extra.append(f"time limit {a.new_time_limit_s:.0f} s")
+            if a.new_mem:
+                extra.append(f"mem {a.new_mem}")
+            detail = f" [{'; '.join(extra)}]" if extra else ""
+            t.append(f"\n  - {a.action.value} {a.target}{detail} ({a.status.value}): {a.reason}")
     return Panel(t, title=name)
 
 
@@ -48,27 +57,44 @@ def diagnose(
     ctx: typer.Context,
     files: Annotated[list[Path], typer.Argument(help="Logs of failed jobs.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per file, one per line.")] = False,
-    job_id: Annotated[str | None, typer.Option(help="Job id (default: the file name).")] = None,
-    node: Annotated[str | None, typer.Option(help="Node the scheduler ran the job on (trusted).")] = None,
+    job_id: Annotated[
+        str | None, typer.Option(help="The scheduler's job id (keys the retry budget; none: no budget).")
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="The job's user as the scheduler records it.")] = None,
+    nodes: Annotated[
+        str | None,
+        typer.Option("--nodes", "--node", help="Nodes the scheduler ran the job on (hostlist: gpu-[01-04])."),
+    ] = None,
     job_dir: Annotated[str | None, typer.Option(help="Job directory to search for checkpoints.")] = None,
+    time_limit_s: Annotated[
+        float | None, typer.Option("--time-limit-s", help="The job's time limit in seconds.")
+    ] = None,
+    mem: Annotated[str | None, typer.Option(help="The job's memory request (64G, 65536M).")] = None,
     no_plan: Annotated[
         bool, typer.Option("--no-plan", help="Only diagnose; no recovery plan or audit record.")
     ] = False,
 ) -> None:
     """Find the first root-cause line, classify it and plan a safe recovery (dry run)."""
+    from schedmate.sdk.failures import diagnose_logs, job_context
+
     settings = settings_of(ctx)
-    handler = build_failure_handler(settings, plan=not no_plan)
-    reports = []
-    for f in files:
-        job = JobContext(job_id=job_id or f.stem, node=node, job_dir=job_dir)
-        r = handler.diagnose(f, job)
-        reports.append(r)
+    job = job_context(
+        job_id=job_id, user=user, nodes=nodes, job_dir=job_dir, time_limit_s=time_limit_s, mem=mem
+    )
+    bad = False
+    for r in diagnose_logs(settings, files, job=job, plan=not no_plan):
+        bad = bad or r.error is not None or bool(r.warnings)
         if as_json:
-            sys.stdout.write(json.dumps(r.to_json_dict()) + "\n")
+            sys.stdout.write(json.dumps(r.to_json_dict(), allow_nan=False) + "\n")
             sys.stdout.flush()
         else:
             console.print(render_report(r))
+        for w in dict.fromkeys(r.warnings):
+            err_console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
     if not as_json and not no_plan:
-        console.print("[dim]dry run: recovery actions were planned and audited, not executed[/]")
-    if any(r.error for r in reports):
+        if settings.failure.dry_run:
+            console.print("[dim]dry run: recovery actions were planned and audited, not executed[/]")
+        else:
+            console.print("[dim]no cluster backend for this command: actions planned and audited only[/]")
+    if bad:
         raise typer.Exit(1)

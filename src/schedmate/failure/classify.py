@@ -157,7 +157,6 @@ class FailureClassifier:
             )
         except BackendError:
             return None
-        r: LLMVerdict = reply  # type: ignore[assignment]
-        if r.category == "unknown":
+        if not isinstance(reply, LLMVerdict) or reply.category == "unknown":
             return None
-        return Verdict(r.category, r.kind, r.confidence, "llm", None, (root,))
+        return Verdict(reply.category, reply.kind, reply.confidence, "llm", None, (root,))

@@ -1,27 +1,53 @@
-"""Recovery planning with safety rails: data actions, a retry budget, an audit trail.
+"""Recovery planning and execution with guard rails.
 
-- Application faults: no restart; a report for the user.
-- Infrastructure faults with enough confidence: requeue from the latest checkpoint,
-  excluding the suspect node. A node is *drained* only with corroboration: the scheduler
-  itself reports the node failed, or several independent jobs implicated the same node
-  recently. A job's own log text is never enough to take a node out of service.
-- A per-job retry budget stops requeue loops; every decision goes to the audit log with its
-  evidence; dry run by default (actions are planned and recorded, not executed).
+Entry point: `RecoveryPlanner.recover(job, finding)`, where `job` is a `JobContext` built
+from the scheduler's `JobView` (`JobContext.from_view`) or from the caller's flags, and the
+planner acts through a `schedmate.core.cluster.ClusterBackend` (in-memory here, Slurm from
+the live agent).
+
+Policy:
+- application fault, or an uncertain diagnosis -> `notify` (never a restart);
+- a time or memory limit ended the job -> `resubmit_with_limit` from the last checkpoint
+  with limit x factor (capped), never a node exclusion or drain;
+- other infrastructure faults -> `requeue`, or `exclude_node` when the fault points at a
+  node the SCHEDULER placed the job on (a log-named node only narrows that list);
+- `drain_node` only from facts: the scheduler reports the node failed, or jobs of at least
+  `corroborating_users` distinct users (as the scheduler records them) failed with
+  node-specific infrastructure causes on it, `min_node_events` times within the window; at
+  most `max_drains_per_cycle` per cycle; none when more than `max_suspect_nodes` nodes are
+  suspect at once (a systemic event: reported). Failing open: an unreachable scheduler or
+  unreadable history means no drain, never a blocked requeue.
+- The budget (`retry_budget`) is keyed by the scheduler's or the caller's job id and counts
+  executed actions only; dry-run plans are recorded as such and are free.
+- Execution: every action has an id derived from job, attempt and action; it is recorded
+  `started` before and `done`/`failed` after the backend call; an id already started is
+  never executed again (a crash between the two leaves it `unconfirmed` for a human).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from schedmate.core.errors import BackendError
+from schedmate.core.cluster import (
+    Action,
+    ActionKind,
+    ClusterBackend,
+    InMemoryClusterBackend,
+    JobState,
+    JobView,
+    NodeView,
+    apply_action,
+)
+from schedmate.core.diagnosis import ActionStatus, RecoveryAction, RecoveryKind
+from schedmate.core.errors import BackendError, InputError
 from schedmate.core.settings import FailureSettings
-from schedmate.core.types import RecoveryAction
+from schedmate.failure.audit import AuditLog
+from schedmate.failure.nodes import find_node, find_nodes
 
 __all__ = [
     "ClusterBackend",
@@ -29,99 +55,80 @@ __all__ = [
     "AuditLog",
     "RecoveryPlanner",
     "JobContext",
+    "Finding",
     "find_checkpoint",
     "find_node",
+    "find_nodes",
+    "parse_mem_mb",
 ]
 
-
-@runtime_checkable
-class ClusterBackend(Protocol):
-    """What recovery needs from a scheduler (Slurm arrives in a later issue)."""
-
-    name: str
-
-    def node_state(self, node: str) -> str:
-        """`ok`, `failed`, `drained` or `unknown`."""
-
-    def requeue(self, job_id: str, *, exclude_nodes: Sequence[str], checkpoint: str | None) -> None: ...
-
-    def drain(self, node: str, reason: str) -> None: ...
-
-
-@dataclass
-class InMemoryClusterBackend:
-    """A cluster in a dict: for tests and dry runs."""
-
-    nodes: dict[str, str] = field(default_factory=dict)
-    requeued: list[tuple[str, tuple[str, ...], str | None]] = field(default_factory=list)
-    drained: list[tuple[str, str]] = field(default_factory=list)
-    name: str = "memory"
-
-    def node_state(self, node: str) -> str:
-        return self.nodes.get(node, "unknown")
-
-    def requeue(self, job_id: str, *, exclude_nodes: Sequence[str], checkpoint: str | None) -> None:
-        self.requeued.append((job_id, tuple(exclude_nodes), checkpoint))
-
-    def drain(self, node: str, reason: str) -> None:
-        self.nodes[node] = "drained"
-        self.drained.append((node, reason))
-
-
-class AuditLog:
-    """Append-only JSONL of decisions; also the memory behind budgets and corroboration."""
-
-    def __init__(self, path: Path | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.path = path
-        self.clock = clock
-        self.records: list[dict[str, Any]] = []
-        if path is not None and path.is_file():
-            for line in path.read_text("utf-8", errors="replace").splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line must not lose the rest
-                if isinstance(rec, dict):
-                    self.records.append(rec)
-
-    def append(self, record: dict[str, Any]) -> None:
-        rec = {"time": self.clock(), **record}
-        self.records.append(rec)
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(rec) + "\n")
-
-    def requeues(self, job_id: str) -> int:
-        return sum(1 for r in self.records if r.get("job_id") == job_id and r.get("decision") == "requeue")
-
-    def sources_implicating(self, node: str, since: float) -> set[str]:
-        """Independent sources blaming `node`: distinct users where known, else distinct jobs
-        (one user's many jobs count once, so a user cannot corroborate themselves)."""
-        return {
-            f"user:{r['user']}" if r.get("user") else f"job:{r.get('job_id')}"
-            for r in self.records
-            if r.get("node") == node and r.get("category") == "infrastructure" and r.get("time", 0) >= since
-        }
+_NODE_RECOVERIES = ("requeue_exclude_node", "drain_node_and_requeue")
+_LIMIT_KINDS = {"time_limit": "time", "memory_limit": "mem"}
 
 
 @dataclass(frozen=True, slots=True)
 class JobContext:
-    """What we know about the failed job beyond its log."""
+    """What recovery knows about the failed job beyond its log.
 
-    job_id: str
-    node: str | None = None  # from the scheduler (trusted), else found in the log (untrusted)
-    job_dir: str | None = None
+    `nodes`, `user`, `state`, `restarts` and `time_limit_s` are the scheduler's facts (from a
+    `JobView`, or from an operator's flags); nothing here is ever taken from log text."""
+
+    job_id: str | None = None
     user: str | None = None
+    nodes: tuple[str, ...] = ()
+    job_dir: str | None = None
+    time_limit_s: float | None = None
+    mem: str | None = None  # the job's memory request, Slurm syntax (`64G`, `65536M`)
+    state: JobState | None = None
+    restarts: int | None = None
+    from_scheduler: bool = False
+
+    @classmethod
+    def from_view(cls, view: JobView, *, mem: str | None = None, job_dir: str | None = None) -> JobContext:
+        return cls(
+            job_id=view.job_id,
+            user=view.user,
+            nodes=tuple(view.nodes),
+            job_dir=job_dir or view.work_dir,
+            time_limit_s=view.time_limit_s,
+            mem=mem,
+            state=view.state,
+            restarts=view.restarts,
+            from_scheduler=True,
+        )
 
 
-_NODE_PATTERNS = [
-    re.compile(r"^(?P<h>[A-Za-z][\w.-]{1,62}):\d+:\d+ \[\d+\] NCCL"),  # host:pid:tid [gpu] NCCL ...
-    re.compile(r"srun: error: (?P<h>[A-Za-z][\w.-]{1,62}): task"),
-    re.compile(r"\bon (?:host|node) (?P<h>[A-Za-z][\w.-]{1,62})"),
-    re.compile(r"\bnode(?:name)?[=: ]+(?P<h>[A-Za-z][\w.-]{1,62})", re.I),
-    re.compile(r"\b(?P<h>[a-z][\w-]{0,40}-worker-\d+)\b"),
-]
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """The diagnosis recovery acts on."""
+
+    category: str
+    kind: str | None
+    confidence: float
+    recovery_hint: str | None = None  # the signature's suggested recovery
+    root_line_no: int | None = None
+    checkpoint: str | None = None
+    log_nodes: tuple[str, ...] = ()  # named by the log near the failure: untrusted
+
+
+# -- memory sizes -----------------------------------------------------------------------------
+_MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.I)
+_MEM_UNITS = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def parse_mem_mb(text: str | None) -> int | None:
+    """'64G' / '65536M' / '1.5T' / '4096' (MB, Slurm's default unit) -> MB; None if unreadable."""
+    m = _MEM.match(text or "")
+    if m is None:
+        return None
+    return int(float(m.group(1)) * _MEM_UNITS[m.group(2).upper()])
+
+
+def _mem_str(mb: int) -> str:
+    return f"{mb // 1024}G" if mb % 1024 == 0 else f"{mb}M"
+
+
+# -- checkpoints ------------------------------------------------------------------------------
 _CKPT_LINE = re.compile(
     r"(?:sav(?:e|ing|ed)|writ(?:e|ing|ten)|stor(?:e|ing|ed)).{0,80}?(?:checkpoint|ckpt|weights|model)"
     r"|(?:checkpoint|ckpt).{0,40}?(?:sav|writ|stor)",
@@ -130,17 +137,8 @@ _CKPT_LINE = re.compile(
 _PATH = re.compile(
     r"(?:[A-Za-z]:\\|\.{0,2}/|~/)[^\s'\",;()]+|[\w.-]*(?:checkpoint|ckpt|global_step)[\w./-]*", re.I
 )
-_CKPT_FILES = ("*.ckpt", "*.pt", "*.pth", "*.safetensors", "checkpoint-*", "global_step*", "*.distcp")
-
-
-def find_node(lines: Sequence[str]) -> str | None:
-    """A hostname named by the log near the failure (untrusted: used only to exclude)."""
-    for line in lines:
-        for pat in _NODE_PATTERNS:
-            m = pat.search(line)
-            if m:
-                return m.group("h")
-    return None
+_CKPT_NAME = re.compile(r"\.(?:ckpt|pt|pth|safetensors|distcp)$|^checkpoint-|^global_step", re.I)
+_MAX_WALK = 50_000
 
 
 def _step_of(name: str) -> int:
@@ -148,19 +146,33 @@ def _step_of(name: str) -> int:
     return int(nums[-1]) if nums else -1
 
 
+def _walk_checkpoints(root: Path) -> list[Path]:
+    """Checkpoint files and directories under `root` (bounded walk, symlinks not followed)."""
+    found: list[Path] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in [*dirnames, *filenames]:
+            seen += 1
+            if _CKPT_NAME.search(name) and not os.path.islink(os.path.join(dirpath, name)):
+                found.append(Path(dirpath) / name)
+        if seen > _MAX_WALK:
+            break
+    return found
+
+
 def find_checkpoint(lines: Sequence[str], job_dir: str | None = None) -> str | None:
     """The latest checkpoint: in the job directory (newest step, then mtime), else the log."""
-    if job_dir:
-        root = Path(job_dir)
-        found: list[Path] = []
-        if root.is_dir():
-            for pat in _CKPT_FILES:
-                found.extend(p for p in root.rglob(pat) if not p.is_symlink())
-                if len(found) > 10_000:
-                    break
+    if job_dir and Path(job_dir).is_dir():
+        found = _walk_checkpoints(Path(job_dir))
         if found:
-            best = max(found, key=lambda p: (_step_of(p.name), p.stat().st_mtime))
-            return str(best)
+
+            def key(p: Path) -> tuple[int, float]:
+                try:
+                    return _step_of(p.name), p.stat().st_mtime
+                except OSError:
+                    return _step_of(p.name), 0.0
+
+            return str(max(found, key=key))
     for line in reversed(lines):
         if _CKPT_LINE.search(line):
             paths = [
@@ -169,142 +181,390 @@ def find_checkpoint(lines: Sequence[str], job_dir: str | None = None) -> str | N
                 if len(p) > 3 and ("/" in p or "\\" in p or "." in p or "-" in p)
             ]
             if paths:
-                return paths[-1].rstrip(".,;:)")
+                return str(paths[-1]).rstrip(".,;:)")
     return None
 
 
 class RecoveryPlanner:
-    """Plans (and, unless dry-run, executes) actions for one diagnosed failure."""
+    """Plans recovery for one diagnosed failure and, unless dry-run, executes it."""
 
     def __init__(
-        self, backend: ClusterBackend, audit: AuditLog, settings: FailureSettings | None = None
+        self,
+        backend: ClusterBackend | None,
+        audit: AuditLog,
+        settings: FailureSettings | None = None,
     ) -> None:
         self.backend = backend
         self.audit = audit
         self.settings = settings or FailureSettings()
+        self._drains = 0
 
-    def plan(
+    def new_cycle(self) -> None:
+        """Start a new cycle (the live agent calls this once per poll): drain quota resets."""
+        self._drains = 0
+
+    # -- entry point ----------------------------------------------------------------------
+    def recover(
+        self, job: JobContext, finding: Finding
+    ) -> tuple[tuple[RecoveryAction, ...], tuple[str, ...]]:
+        """Plan, audit and (unless dry-run) execute. Returns the actions and warnings."""
+        warnings: list[str] = []
+        if self.audit.read_error:
+            warnings.append(f"{self.audit.read_error}; budgets and corroboration start empty")
+        nodes_now, known = self._cluster_nodes(warnings)
+        actions, record = self._plan(job, finding, nodes_now, known)
+        audited = True
+        try:
+            self.audit.append(record)
+        except InputError as exc:
+            warnings.append(str(exc))
+            audited = False
+        actions = self._execute(job, actions, audited, warnings)
+        return tuple(actions), tuple(warnings)
+
+    def plan(self, job: JobContext, finding: Finding) -> list[RecoveryAction]:
+        """Only decide (nothing audited or executed): for previews and tests."""
+        warnings: list[str] = []
+        nodes_now, known = self._cluster_nodes(warnings)
+        return self._plan(job, finding, nodes_now, known)[0]
+
+    # -- facts from the scheduler ---------------------------------------------------------
+    def _cluster_nodes(self, warnings: list[str]) -> tuple[dict[str, NodeView], frozenset[str] | None]:
+        if self.backend is None:
+            return {}, None
+        try:
+            snap = self.backend.snapshot()
+        except BackendError as exc:
+            warnings.append(f"cluster backend: {exc}; no drain this time")
+            return {}, None
+        nodes = {n.name: n for n in snap.nodes}
+        return nodes, (frozenset(nodes) if nodes else None)
+
+    # -- decisions ------------------------------------------------------------------------
+    def _plan(
         self,
         job: JobContext,
-        *,
-        category: str,
-        kind: str | None,
-        confidence: float,
-        evidence: Sequence[str],
-        log_node: str | None,
-        checkpoint: str | None,
-    ) -> list[RecoveryAction]:
+        f: Finding,
+        nodes_now: dict[str, NodeView],
+        known: frozenset[str] | None,
+    ) -> tuple[list[RecoveryAction], dict[str, Any]]:
         s = self.settings
-        actions: list[RecoveryAction] = []
-        node = job.node or log_node
+        ev = (f"line:{f.root_line_no}",) if f.root_line_no is not None else ()
+        scheduler_nodes = tuple(n for n in job.nodes if known is None or n in known)
+        log_nodes = tuple(n for n in f.log_nodes if known is None or n in known)
+        suspects = self._suspects(scheduler_nodes, log_nodes)
+        node_specific = f.category == "infrastructure" and (
+            f.recovery_hint in _NODE_RECOVERIES or f.recovery_hint is None
+        )
         record: dict[str, Any] = {
+            "type": "decision",
             "job_id": job.job_id,
             "user": job.user,
-            "category": category,
-            "kind": kind,
-            "confidence": confidence,
-            "evidence": list(evidence)[:5],
-            "node": node,
-            "node_source": "scheduler" if job.node else ("log" if log_node else None),
+            "facts_from": "scheduler" if job.from_scheduler else "caller",
+            "scheduler_nodes": list(scheduler_nodes),
+            "log_nodes": list(f.log_nodes)[:20],
+            "suspect_nodes": list(suspects) if node_specific else [],
+            "category": f.category,
+            "kind": f.kind,
+            "confidence": round(f.confidence, 3),
+            "root_line_no": f.root_line_no,
+            "checkpoint": f.checkpoint,
+            "dry_run": s.dry_run,
         }
-        if category == "application":
+
+        def done(decision: str, actions: list[RecoveryAction]) -> tuple[list[RecoveryAction], dict[str, Any]]:
+            record["decision"] = decision
+            record["actions"] = [a.to_dict() for a in actions]
+            return actions, record
+
+        def notify(reason: str, extra: tuple[str, ...] = ()) -> RecoveryAction:
+            return RecoveryAction(
+                RecoveryKind.NOTIFY,
+                job_id=job.job_id,
+                reason=reason,
+                evidence_ids=ev + extra,
+                checkpoint=f.checkpoint,
+                status=ActionStatus.NOT_EXECUTABLE,
+            )
+
+        if job.from_scheduler and job.state is not None and not job.state.unsuccessful:
+            return done(
+                "not_failed", [notify(f"the scheduler reports the job {job.state.value}: nothing to do")]
+            )
+        if f.category == "application":
+            return done("no_restart", [notify(f"application failure ({f.kind}): fix the job and resubmit")])
+        if f.category != "infrastructure" or f.confidence < s.min_recover_confidence:
+            reason = f"uncertain diagnosis ({f.category}, confidence {f.confidence:.2f}): not restarted"
+            return done("uncertain", [notify(reason)])
+        if job.job_id is not None and self.audit.executed_count(job.job_id) >= s.retry_budget:
+            reason = f"retry budget exhausted ({s.retry_budget} executed actions for job {job.job_id})"
+            return done("budget_exhausted", [notify(reason)])
+        limit = self._limit_kind(job, f)
+        if limit is not None:
+            return done("resubmit_with_limit", [self._resubmit(job, f, limit, ev, notify)])
+        actions: list[RecoveryAction] = []
+        if node_specific and suspects:
             actions.append(
                 RecoveryAction(
-                    "notify_user",
-                    job.user or job.job_id,
-                    f"application failure ({kind}); not restarted: fix the job and resubmit",
+                    RecoveryKind.EXCLUDE_NODE,
+                    job_id=job.job_id,
+                    exclude_nodes=suspects,
+                    checkpoint=f.checkpoint,
+                    evidence_ids=ev + tuple(f"scheduler:placed:{n}" for n in suspects),
+                    reason=f"infrastructure failure ({f.kind}): requeue avoiding {', '.join(suspects)}",
                 )
             )
-            return self._finish(actions, record, "no_restart")
-        if category != "infrastructure" or confidence < s.min_recover_confidence:
+        else:
             actions.append(
                 RecoveryAction(
-                    "notify_user",
-                    job.user or job.job_id,
-                    f"uncertain diagnosis ({category}, confidence {confidence:.2f}); "
-                    "not restarted automatically",
+                    RecoveryKind.REQUEUE,
+                    job_id=job.job_id,
+                    checkpoint=f.checkpoint,
+                    evidence_ids=ev,
+                    reason=f"infrastructure failure ({f.kind}): requeue"
+                    + (f" from {f.checkpoint}" if f.checkpoint else " (no checkpoint found)"),
                 )
             )
-            return self._finish(actions, record, "uncertain")
-        if self.audit.requeues(job.job_id) >= s.retry_budget:
-            actions.append(
-                RecoveryAction(
-                    "notify_user",
-                    job.user or job.job_id,
-                    f"retry budget exhausted ({s.retry_budget} requeues); needs a human",
+        decision = actions[0].action.value
+        if node_specific and suspects:
+            drains, systemic = self._drains_for(job, suspects, nodes_now, ev)
+            actions.extend(drains)
+            if systemic is not None:
+                actions.append(notify(systemic))
+                decision += "+systemic"
+        return done(decision, actions)
+
+    @staticmethod
+    def _suspects(scheduler_nodes: tuple[str, ...], log_nodes: tuple[str, ...]) -> tuple[str, ...]:
+        """Nodes the fault points at: only nodes the scheduler placed the job on. A log-named
+        node narrows a multi-node placement; alone it is never enough."""
+        named = tuple(n for n in scheduler_nodes if n in log_nodes)
+        if named:
+            return named
+        return scheduler_nodes if len(scheduler_nodes) == 1 else ()
+
+    @staticmethod
+    def _limit_kind(job: JobContext, f: Finding) -> str | None:
+        if job.from_scheduler and job.state is JobState.TIMEOUT:
+            return "time"
+        if job.from_scheduler and job.state is JobState.OUT_OF_MEMORY:
+            return "mem"
+        if f.kind in _LIMIT_KINDS:
+            return _LIMIT_KINDS[f.kind]
+        if f.recovery_hint == "resubmit_with_limit":
+            return "mem" if f.kind and "mem" in f.kind else "time"
+        return None
+
+    def _resubmit(
+        self,
+        job: JobContext,
+        f: Finding,
+        limit: str,
+        ev: tuple[str, ...],
+        notify: Any,
+    ) -> RecoveryAction:
+        s = self.settings
+        if limit == "time":
+            if not job.time_limit_s:
+                return notify(  # type: ignore[no-any-return]
+                    "time limit reached; the job's limit is unknown: resubmit with a larger one "
+                    "from the last checkpoint"
                 )
+            new_t = min(job.time_limit_s * s.time_limit_factor, s.max_time_limit_s)
+            if new_t <= job.time_limit_s:
+                return notify(  # type: ignore[no-any-return]
+                    f"time limit reached at the cap ({s.max_time_limit_s:.0f} s): needs a human"
+                )
+            return RecoveryAction(
+                RecoveryKind.RESUBMIT_WITH_LIMIT,
+                job_id=job.job_id,
+                new_time_limit_s=round(new_t),
+                checkpoint=f.checkpoint,
+                evidence_ids=ev + (("scheduler:state:TIMEOUT",) if job.state is JobState.TIMEOUT else ()),
+                reason=f"time limit reached: resubmit with {new_t:.0f} s (was {job.time_limit_s:.0f} s)",
             )
-            return self._finish(actions, record, "budget_exhausted")
-        exclude: list[str] = []
-        if node:
-            exclude.append(node)
-            if self._corroborated(node, job):
-                actions.append(
+        mem_mb = parse_mem_mb(job.mem)
+        if mem_mb is None:
+            return notify(  # type: ignore[no-any-return]
+                "memory limit reached; the job's memory request is unknown: resubmit with more "
+                "from the last checkpoint"
+            )
+        new_mb = min(int(mem_mb * s.mem_factor), s.max_mem_mb)
+        if new_mb <= mem_mb:
+            return notify(f"memory limit reached at the cap ({s.max_mem_mb} MB): needs a human")  # type: ignore[no-any-return]
+        return RecoveryAction(
+            RecoveryKind.RESUBMIT_WITH_LIMIT,
+            job_id=job.job_id,
+            new_mem=_mem_str(new_mb),
+            checkpoint=f.checkpoint,
+            evidence_ids=ev
+            + (("scheduler:state:OUT_OF_MEMORY",) if job.state is JobState.OUT_OF_MEMORY else ()),
+            reason=f"memory limit reached: resubmit with {_mem_str(new_mb)} (was {job.mem})",
+        )
+
+    def _drains_for(
+        self,
+        job: JobContext,
+        suspects: tuple[str, ...],
+        nodes_now: dict[str, NodeView],
+        ev: tuple[str, ...],
+    ) -> tuple[list[RecoveryAction], str | None]:
+        """Drains corroborated by facts, within the per-cycle quota and the systemic guard."""
+        s = self.settings
+        since = self.audit.now() - s.corroboration_window_s
+        events = self.audit.infra_events(since)
+        by_node: dict[str, list[dict[str, Any]]] = {}
+        for r in events:
+            for n in r.get("suspect_nodes") or []:
+                by_node.setdefault(str(n), []).append(r)
+        suspect_now = set(by_node) | set(suspects)
+        if len(suspect_now) > s.max_suspect_nodes:
+            return [], (
+                f"systemic event: {len(suspect_now)} nodes suspect within the window "
+                f"(> {s.max_suspect_nodes}); no node drained, an operator should look"
+            )
+        out: list[RecoveryAction] = []
+        for node in suspects:
+            view = nodes_now.get(node)
+            if view is not None and view.state.name == "DRAIN":
+                continue  # already out of service
+            facts: tuple[str, ...] = ()
+            why = ""
+            if view is not None and view.state.failed:
+                facts = (f"scheduler:node:{node}:{view.state.value}",)
+                why = f"the scheduler reports {node} {view.state.value}"
+            else:
+                # only the scheduler's records count: placement and user as it recorded them
+                past = [
+                    r
+                    for r in by_node.get(node, [])
+                    if r.get("facts_from") == "scheduler" and r.get("job_id") != job.job_id
+                ]
+                jobs = {str(r.get("job_id")) for r in past}
+                users = {str(r["user"]) for r in past if r.get("user")}
+                if job.from_scheduler:
+                    jobs.add(str(job.job_id))
+                    if job.user:
+                        users.add(job.user)
+                if len(jobs) >= s.min_node_events and len(users) >= s.corroborating_users:
+                    facts = tuple(f"audit:{r.get('job_id')}@{node}" for r in past[-5:])
+                    why = (
+                        f"{len(jobs)} infrastructure failures on {node} from {len(users)} users "
+                        "(as the scheduler records them) within the window"
+                    )
+            if not facts:
+                continue
+            if self._drains >= s.max_drains_per_cycle:
+                out.append(
                     RecoveryAction(
-                        "drain_node", node, f"{kind}: corroborated by {self._corroboration_reason(node, job)}"
+                        RecoveryKind.NOTIFY,
+                        job_id=job.job_id,
+                        node=node,
+                        evidence_ids=ev + facts,
+                        reason=f"{why}; drain quota of this cycle used up: not drained",
+                        status=ActionStatus.NOT_EXECUTABLE,
                     )
                 )
-        reason = f"infrastructure failure ({kind}, confidence {confidence:.2f})"
-        params: tuple[tuple[str, str], ...] = (
-            ("exclude", ",".join(exclude)),
-            ("checkpoint", checkpoint or ""),
-        )
-        actions.append(
-            RecoveryAction(
-                "requeue",
-                job.job_id,
-                reason
-                + (f"; resume from {checkpoint}" if checkpoint else "; no checkpoint found")
-                + (f"; excluding {node}" if node else ""),
-                params,
-            )
-        )
-        return self._finish(actions, record, "requeue")
-
-    def _corroborated(self, node: str, job: JobContext) -> bool:
-        try:
-            if self.backend.node_state(node) in ("failed", "down"):
-                return True
-        except BackendError:
-            pass
-        since = self.audit.clock() - self.settings.corroboration_window_s
-        me = f"user:{job.user}" if job.user else f"job:{job.job_id}"
-        others = self.audit.sources_implicating(node, since) - {me}
-        return len(others) + 1 >= self.settings.corroborating_jobs
-
-    def _corroboration_reason(self, node: str, job: JobContext) -> str:
-        try:
-            if self.backend.node_state(node) in ("failed", "down"):
-                return "the scheduler reports the node failed"
-        except BackendError:
-            pass
-        return "independent jobs implicating the same node"
-
-    def _finish(
-        self, actions: list[RecoveryAction], record: dict[str, Any], decision: str
-    ) -> list[RecoveryAction]:
-        record["decision"] = decision
-        record["actions"] = [a.to_dict() for a in actions]
-        record["dry_run"] = self.settings.dry_run
-        self.audit.append(record)
-        return actions
-
-    def execute(self, actions: Sequence[RecoveryAction]) -> list[str]:
-        """Carry out planned actions through the backend (no-op in dry run); returns a log."""
-        done: list[str] = []
-        for a in actions:
-            if self.settings.dry_run:
-                done.append(f"dry-run: {a.action} {a.target}")
                 continue
-            params = dict(a.params)
-            if a.action == "drain_node":
-                self.backend.drain(a.target, a.reason)
-            elif a.action == "requeue":
-                exclude = [n for n in params.get("exclude", "").split(",") if n]
-                self.backend.requeue(
-                    a.target, exclude_nodes=exclude, checkpoint=params.get("checkpoint") or None
+            self._drains += 1
+            out.append(
+                RecoveryAction(
+                    RecoveryKind.DRAIN_NODE,
+                    job_id=job.job_id,
+                    node=node,
+                    evidence_ids=ev + facts,
+                    reason=f"drain {node}: {why}",
                 )
-            else:
+            )
+        return out, None
+
+    # -- execution ------------------------------------------------------------------------
+    def _attempt(self, job: JobContext) -> int:
+        if job.from_scheduler and job.restarts is not None:
+            return job.restarts
+        return self.audit.executed_count(job.job_id) if job.job_id else 0
+
+    @staticmethod
+    def cluster_action(a: RecoveryAction, attempt: int) -> Action | None:
+        """The typed cluster action a recovery step becomes (None: nothing to execute)."""
+        if a.action in (RecoveryKind.REQUEUE, RecoveryKind.EXCLUDE_NODE, RecoveryKind.RESUBMIT_WITH_LIMIT):
+            if not a.job_id:
+                return None
+            return Action(
+                ActionKind.REQUEUE,
+                job_id=a.job_id,
+                exclude_nodes=a.exclude_nodes,
+                time_limit_s=a.new_time_limit_s,
+                mem=a.new_mem,
+                reason=a.reason,
+                attempt=attempt,
+            )
+        if a.action is RecoveryKind.DRAIN_NODE and a.node:
+            return Action(ActionKind.DRAIN, job_id=a.job_id, node=a.node, reason=a.reason, attempt=attempt)
+        return None
+
+    def _execute(
+        self, job: JobContext, actions: list[RecoveryAction], audited: bool, warnings: list[str]
+    ) -> list[RecoveryAction]:
+        attempt = self._attempt(job)
+        out: list[RecoveryAction] = []
+        stop = False
+        for a in actions:
+            ca = self.cluster_action(a, attempt)
+            if ca is None:
+                out.append(replace(a, status=ActionStatus.NOT_EXECUTABLE))
                 continue
-            done.append(f"{a.action} {a.target}")
-        return done
+            a = replace(a, action_id=ca.action_id)
+            if self.settings.dry_run:
+                out.append(replace(a, status=ActionStatus.DRY_RUN))
+                continue
+            if self.backend is None:
+                out.append(replace(a, status=ActionStatus.NOT_EXECUTABLE, error="no cluster backend"))
+                continue
+            if stop or not audited:
+                out.append(replace(a, status=ActionStatus.FAILED, error="audit log unwritable: not executed"))
+                continue
+            out.append(self._execute_one(a, ca, warnings))
+            if out[-1].status is ActionStatus.FAILED and out[-1].error and "audit log" in out[-1].error:
+                stop = True
+        return out
+
+    def _execute_one(self, a: RecoveryAction, ca: Action, warnings: list[str]) -> RecoveryAction:
+        assert self.backend is not None and a.action_id is not None
+        phases = self.audit.executions(a.action_id)
+        if "done" in phases:
+            return replace(a, status=ActionStatus.ALREADY_DONE)
+        if "started" in phases and "failed" not in phases:
+            return replace(
+                a,
+                status=ActionStatus.UNCONFIRMED,
+                error="started before but never confirmed: check the scheduler, not repeated",
+            )
+        base = {
+            "type": "execution",
+            "action_id": a.action_id,
+            "action": a.action.value,
+            "job_id": a.job_id,
+            "node": a.node,
+            "exclude_nodes": list(a.exclude_nodes),
+            "new_time_limit_s": a.new_time_limit_s,
+            "new_mem": a.new_mem,
+            "attempt": ca.attempt,
+        }
+        try:
+            self.audit.append({**base, "phase": "started"})
+        except InputError as exc:
+            return replace(a, status=ActionStatus.FAILED, error=f"audit log: {exc}; not executed")
+        try:
+            apply_action(self.backend, ca)
+        except BackendError as exc:
+            try:
+                self.audit.append({**base, "phase": "failed", "error": str(exc)})
+            except InputError as exc2:
+                warnings.append(str(exc2))
+            return replace(a, status=ActionStatus.FAILED, error=str(exc))
+        try:
+            self.audit.append({**base, "phase": "done"})
+        except InputError as exc:
+            warnings.append(f"{exc} (action {a.action_id} was executed)")
+        return replace(a, status=ActionStatus.EXECUTED)
