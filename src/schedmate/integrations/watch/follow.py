@@ -63,6 +63,8 @@ class JobLog:
             raise InputError(f"job log {self.path}: {exc.strerror or exc}") from None
         if stat.S_ISLNK(st.st_mode):
             raise InputError(f"job log {self.path}: is a symlink, not followed")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"job log {self.path}: not a regular file, not read")
         if uid is None or st.st_uid != uid:
             raise InputError(f"job log {self.path}: not owned by the job's user, not read")
         if self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset):

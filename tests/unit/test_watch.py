@@ -1,0 +1,407 @@
+"""Watcher logic on the in-memory cluster with scripted capabilities: guard rails, the action
+ledger, dry run, budgets, untrusted logs. The real Slurm runs in tests/integration/test_slurm_watch.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pwd
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schedmate.core.cluster import (
+    Action,
+    ActionKind,
+    ClusterSnapshot,
+    InMemoryClusterBackend,
+    JobState,
+    JobView,
+    NodeState,
+    NodeView,
+)
+from schedmate.core.errors import BackendError
+from schedmate.core.settings import WatchSettings
+from schedmate.core.types import TrackResult
+from schedmate.integrations.watch import ActionStatus, Diagnosis, Prediction, Watcher, WatchStore
+from schedmate.integrations.watch.follow import JobLog
+from schedmate.integrations.watch.policy import (
+    drain_allowed,
+    fmt_duration,
+    limit_after_timeout,
+    limit_from_prediction,
+    trusted_node,
+)
+from schedmate.tracker import MetricTracker
+
+ME = pwd.getpwuid(os.getuid()).pw_name
+
+
+class Caps:
+    """Scripted capabilities: a fixed prediction and diagnosis; the real (rules-only) tracker."""
+
+    def __init__(self, pred: Prediction | None = None, diag: Diagnosis | None = None) -> None:
+        self.pred = pred or Prediction(None, None)
+        self.diag = diag or Diagnosis(False)
+        self.tracker = MetricTracker()
+        self.advised: list[str] = []
+        self.diagnosed: list[str] = []
+        self.remembered: list[str] = []
+
+    def advise(self, job: JobView, script: str | None) -> Prediction:
+        self.advised.append(job.job_id)
+        return self.pred
+
+    def diagnose(self, job: JobView, path: str) -> Diagnosis:
+        self.diagnosed.append(job.job_id)
+        return self.diag
+
+    def track(self, lines: Sequence[str], file: str) -> TrackResult:
+        return self.tracker.track_lines(lines, file=file)
+
+    def remember(self, jobs: Sequence[tuple[JobView, str | None]]) -> None:
+        self.remembered.extend(j.job_id for j, _ in jobs)
+
+
+def cluster(*nodes: str, partition: str = "gpu") -> InMemoryClusterBackend:
+    b = InMemoryClusterBackend()
+    for n in nodes:
+        b.nodes[n] = NodeView(n, NodeState.IDLE, gpus=8, partitions=(partition,))
+    return b
+
+
+def watcher(
+    tmp_path: Path, backend: InMemoryClusterBackend, caps: Caps, **settings: Any
+) -> tuple[Watcher, io.StringIO]:
+    log = io.StringIO()
+    s = WatchSettings(**{"execute": True, **settings})
+    return Watcher(backend, caps, WatchStore(tmp_path / "watch.db"), s, log=log), log
+
+
+def failed_job(
+    tmp_path: Path, job_id: str = "10", user: str = ME, nodes: tuple[str, ...] = ("n1",), **kw: Any
+) -> JobView:
+    log = tmp_path / f"{job_id}.out"
+    log.write_text("iter 1/10: loss 1.0, time 100.00ms\nboom\n")
+    if user != ME:  # the job's output belongs to its user (watch reads nothing else)
+        if os.getuid() != 0:
+            pytest.skip("needs root to give a log to another user")
+        os.chown(log, pwd.getpwnam(user).pw_uid, -1)
+    return JobView(
+        job_id, user=user, state=JobState.FAILED, partition="gpu", nodes=nodes, stdout_path=str(log),
+        **{"start_time": 100.0, "end_time": 200.0, **kw},
+    )  # fmt: skip
+
+
+NCCL = Diagnosis(True, "infrastructure", "nccl_error", 0.9, "NCCL WARN NET/IB ...", node_named=None)
+
+
+def events(log: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in log.getvalue().splitlines()]
+
+
+# -- policy -------------------------------------------------------------------------------------------
+def test_limit_from_prediction_bounds() -> None:
+    s = WatchSettings(time_limit_margin=0.25, time_limit_min_margin_s=300)
+    assert limit_from_prediction(3600, 4 * 3600, s) == 4500  # p90 x 1.25, below the request
+    assert limit_from_prediction(600, 4 * 3600, s) == 900  # p90 + 300 s when that is more
+    assert limit_from_prediction(3600, 4000, s) is None  # would exceed the request
+    assert limit_from_prediction(3600, None, s) == 4500  # unlimited request: any finite limit is lower
+    allowed = WatchSettings(allow_above_request=True)
+    assert limit_from_prediction(3600, 4000, allowed) == 4500
+    capped = WatchSettings(max_time_limit_s=4000)
+    assert limit_from_prediction(3600, None, capped) is None  # never below p90 + margin to meet a cap
+
+
+def test_limit_after_timeout_and_format() -> None:
+    s = WatchSettings(timeout_factor=2.0, max_time_limit_s=5000)
+    assert limit_after_timeout(3600, s) == 5000 and limit_after_timeout(5000, s) is None
+    assert limit_after_timeout(None, s) is None
+    assert [fmt_duration(x) for x in (40, 2700, 3725, 2 * 86400, None)] == [
+        "40s",
+        "45m",
+        "1h02m",
+        "2d00h",
+        "?",
+    ]
+
+
+def test_trusted_node_only_from_the_scheduler() -> None:
+    job = JobView("1", nodes=("n1", "n2"))
+    assert trusted_node(job, "n2") == "n2"
+    assert trusted_node(job, "n9") is None  # a name the job never ran on
+    assert trusted_node(job, None) is None  # two nodes, none named: no guess
+    assert trusted_node(JobView("1", nodes=("n1",)), "n9") == "n1"
+
+
+def test_drain_guard_rails() -> None:
+    nodes = tuple(NodeView(f"n{i}", NodeState.IDLE, partitions=("gpu",)) for i in range(10))
+    snap = ClusterSnapshot(0, (), nodes)
+    s = WatchSettings(max_drained_share=0.1, drains_per_hour=1)
+    assert drain_allowed("n1", snap, drains_last_hour=0, s=s)[0]
+    assert not drain_allowed("n1", snap, drains_last_hour=1, s=s)[0]
+    one_down = ClusterSnapshot(0, (), (NodeView("n0", NodeState.DRAIN, partitions=("gpu",)), *nodes[1:]))
+    ok, why = drain_allowed("n1", one_down, drains_last_hour=0, s=s)
+    assert not ok and "over 10% drained" in why
+    assert not drain_allowed("zz", snap, drains_last_hour=0, s=s)[0]
+    assert not drain_allowed("n1", snap, drains_last_hour=0, s=WatchSettings(partitions=["cpu"]))[0]
+
+
+# -- pending ----------------------------------------------------------------------------------------
+def test_pending_limit_and_comment_then_dry_run_vs_execute(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(JobView("5", user=ME, state=JobState.PENDING, partition="gpu", time_limit_s=4 * 3600))
+    caps = Caps(Prediction(3000, 3600, "neighbors", 5))
+    w, log = watcher(tmp_path, b, caps, execute=False)
+    w.cycle()
+    w.cycle()
+    assert b.log == []  # dry run: nothing touched
+    planned = [e for e in events(log) if e["event"] == "action"]
+    assert len(planned) == 1 and planned[0]["mode"] == "dry-run" and planned[0]["time_limit_s"] == 4500
+    assert sum(e["event"] == "comment" for e in events(log)) == 1
+    assert caps.advised == ["5"]  # advised once, remembered
+    w.s = WatchSettings(execute=True)
+    w.cycle()
+    assert ("update", "5", {"time_limit_s": 4500.0, "nice": None}) in b.log
+    assert b.jobs["5"].comment == "schedmate: predicted 50m (p90 1h00m, 5 similar jobs); limit 1h15m"
+    n = len(b.log)
+    w.cycle()
+    assert len(b.log) == n  # nothing new: limit and comment already as wanted
+
+
+def test_pending_without_similar_jobs_changes_no_limit(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(JobView("5", user=ME, state=JobState.PENDING, partition="gpu", time_limit_s=4 * 3600))
+    w, _ = watcher(tmp_path, b, Caps(Prediction(3000, 3600, "prior", 0)))
+    w.cycle()
+    assert b.jobs["5"].time_limit_s == 4 * 3600
+    assert (b.jobs["5"].comment or "").startswith("schedmate: predicted 50m")
+
+
+def test_users_own_comment_is_never_overwritten(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(JobView("5", user=ME, state=JobState.PENDING, partition="gpu", comment="my experiment 7"))
+    w, _ = watcher(tmp_path, b, Caps(Prediction(3000, 3600, "neighbors", 5)))
+    w.cycle()
+    assert b.jobs["5"].comment == "my experiment 7"
+
+
+def test_partition_allowlist(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(failed_job(tmp_path).with_(partition="other"))
+    w, _ = watcher(tmp_path, b, Caps(diag=NCCL), partitions=["gpu"])
+    w.cycle()
+    assert b.log == []
+
+
+# -- running -----------------------------------------------------------------------------------------
+def test_running_reads_only_new_bytes_and_annotates(tmp_path: Path) -> None:
+    out = tmp_path / "7.out"
+    out.write_text("".join(f"iter {i}/100: loss 2.0, time 500.00ms\n" for i in range(1, 11)))
+    b = cluster("n1")
+    b.add_job(
+        JobView("7", user=ME, state=JobState.RUNNING, partition="gpu", nodes=("n1",), stdout_path=str(out))
+    )
+    w, _ = watcher(tmp_path, b, Caps(), window_lines=20)
+    w.cycle()
+    assert b.jobs["7"].comment == "schedmate: 10% done (step 10/100); ETA 45s"
+    first = w.logs["7"].offset
+    with out.open("a") as fh:
+        fh.write("".join(f"iter {i}/100: loss 2.0, time 500.00ms\n" for i in range(11, 51)))
+    w.cycle()
+    assert w.logs["7"].offset > first and len(w.logs["7"].lines) == 20  # bounded window
+    assert w.logs["7"].total_lines == 50
+    assert b.jobs["7"].comment == "schedmate: 50% done (step 50/100); ETA 25s"
+    b.jobs["7"] = b.jobs["7"].with_(state=JobState.COMPLETED)
+    w.cycle()
+    assert "7" not in w.logs  # state of ended jobs is dropped
+
+
+def test_joblog_skips_to_the_newest_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "big.out"
+    p.write_text("x" * 50_000 + "\n" + "".join(f"line {i}\n" for i in range(100)))
+    jl = JobLog(str(p), window=30)
+    jl.read_new(max_bytes=4096, now=0.0, uid=os.getuid())
+    assert list(jl.lines)[-1] == "line 99" and len(jl.lines) == 30
+    p.write_text("fresh\n")  # truncated and rewritten: start over
+    assert jl.read_new(max_bytes=4096, now=1.0, uid=os.getuid()) == 1 and list(jl.lines) == ["fresh"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "other_owner"])
+def test_untrusted_log_files_are_not_read(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "o.out"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        secret = tmp_path / "secret"
+        secret.write_text("iter 1/10: loss 1.0\n")
+        path.symlink_to(secret)
+    else:
+        path.write_text("iter 1/10: loss 1.0\n")
+    b = cluster("n1")
+    user = "nobody" if kind == "other_owner" else ME
+    if kind == "other_owner" and os.getuid() != 0:
+        pytest.skip("needs a second user's uid")  # root in CI: the file is root's, the job is nobody's
+    b.add_job(
+        JobView("7", user=user, state=JobState.RUNNING, partition="gpu", nodes=("n1",), stdout_path=str(path))
+    )
+    w, log = watcher(tmp_path, b, Caps())
+    w.cycle()
+    assert b.jobs["7"].comment is None
+    warn = [e for e in events(log) if e["event"] == "log_unreadable"]
+    assert len(warn) == 1 and str(path) in warn[0]["error"]
+
+
+# -- ended -------------------------------------------------------------------------------------------
+def test_application_failure_is_not_requeued(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(failed_job(tmp_path))
+    caps = Caps(diag=Diagnosis(True, "application", "key_error", 0.9, "KeyError: 'lr'"))
+    w, _ = watcher(tmp_path, b, caps)
+    w.cycle()
+    w.cycle()
+    assert b.log == [] and caps.diagnosed == ["10"]  # diagnosed once
+    assert "not requeued" in w.store.events("10")[0]["message"]
+
+
+def test_infra_failure_requeued_excluding_scheduler_node_not_forged_one(tmp_path: Path) -> None:
+    b = cluster("n1", "n2")
+    b.add_job(failed_job(tmp_path, nodes=("n1",)))
+    w, log = watcher(tmp_path, b, Caps(diag=NCCL.__class__(**{**_asdict(NCCL), "node_named": "n2"})))
+    w.cycle()
+    assert b.log[0] == ("requeue", "10", {"exclude_nodes": ("n1",), "time_limit_s": None, "mem": None})
+    assert [x[0] for x in b.log[1:]] == ["update"]  # the why, in the requeued job's Comment
+    assert b.nodes["n2"].state is NodeState.IDLE and b.nodes["n1"].state is NodeState.IDLE
+    assert any(e["event"] == "log_node_ignored" and e["named"] == "n2" for e in events(log))
+
+
+def _asdict(d: Diagnosis) -> dict[str, Any]:
+    return {k: getattr(d, k) for k in d.__slots__}  # type: ignore[attr-defined]
+
+
+def test_drain_needs_two_users_and_stays_in_guard_rails(tmp_path: Path) -> None:
+    b = cluster(*[f"n{i}" for i in range(1, 21)])
+    b.add_job(failed_job(tmp_path, "10", user="daemon"))
+    b.add_job(failed_job(tmp_path, "11", user="daemon"))  # the same user again: not corroboration
+    w, _ = watcher(tmp_path, b, Caps(diag=NCCL))
+    w.cycle()
+    assert not [x for x in b.log if x[0] == "drain"]
+    b.add_job(failed_job(tmp_path, "12", user="nobody"))
+    w.cycle()
+    assert [x[:2] for x in b.log if x[0] == "drain"] == [("drain", "n1")]
+    # a second node the same hour: refused by drains_per_hour, recorded once with why
+    b.add_job(failed_job(tmp_path, "13", user="bin", nodes=("n2",)))
+    b.add_job(failed_job(tmp_path, "14", user="sys", nodes=("n2",)))
+    w.cycle()
+    w.cycle()
+    assert [x[1] for x in b.log if x[0] == "drain"] == ["n1"]
+    skipped = w.store.actions(status=ActionStatus.SKIPPED)
+    assert (
+        len(skipped) == 1 and skipped[0]["node"] == "n2" and "drains in the last hour" in skipped[0]["error"]
+    )
+
+
+def test_requeue_budget(tmp_path: Path) -> None:
+    b = cluster("n1")
+    w, _ = watcher(tmp_path, b, Caps(diag=NCCL), requeue_budget=2)
+    for restarts in range(4):
+        b.add_job(failed_job(tmp_path, restarts=restarts, end_time=300.0 + restarts))
+        w.cycle()
+    assert [x[0] for x in b.log if x[0] == "requeue"] == ["requeue", "requeue"]
+    assert any("budget (2) exhausted" in e["message"] for e in w.store.events("10"))
+
+
+def test_timeout_requeue_with_larger_limit_within_cap(tmp_path: Path) -> None:
+    b = cluster("n1")
+    j = JobView("20", user=ME, state=JobState.TIMEOUT, partition="gpu", nodes=("n1",), time_limit_s=3600.0,
+                stdout_path=str(tmp_path / "none.out"), end_time=5.0)  # fmt: skip
+    b.add_job(j)
+    w, _ = watcher(tmp_path, b, Caps(), max_time_limit_s=5400)
+    w.cycle()
+    assert b.log[0] == ("requeue", "20", {"exclude_nodes": (), "time_limit_s": 5400.0, "mem": None})
+    assert b.log[1][:2] == ("update", "20") and "new limit 1h30m" in str(b.log[1][2]["comment"])
+    b.add_job(j.with_(time_limit_s=5400.0, restarts=1, end_time=9.0))
+    w.cycle()
+    assert len(b.log) == 2  # killed again at the cap: nothing more to give
+    assert "limit already at the cap" in w.store.events("20")[-1]["message"]
+
+
+class CrashAfterApply(InMemoryClusterBackend):
+    """A backend whose requeue succeeds, then the process dies before watch can mark it done."""
+
+    def requeue(self, job_id: str, **kw: Any) -> None:  # type: ignore[override]
+        super().requeue(job_id, **kw)
+        raise SystemExit("killed")
+
+
+def test_crash_between_start_and_done_never_repeats(tmp_path: Path) -> None:
+    b = CrashAfterApply()
+    b.nodes["n1"] = NodeView("n1", NodeState.IDLE, partitions=("gpu",))
+    job = failed_job(tmp_path)
+    b.add_job(job)
+    w, _ = watcher(tmp_path, b, Caps(diag=NCCL))
+    with pytest.raises(SystemExit):
+        w.cycle()
+    w.store.close()
+    b.jobs["10"] = job  # the scheduler still shows the failure (the requeue not yet visible)
+    w2, log2 = watcher(tmp_path, b, Caps(diag=NCCL))
+    w2.cycle()
+    assert [x[0] for x in b.log if x[0] == "requeue"] == ["requeue"]
+    assert any(e["event"] == "action_unfinished" for e in events(log2))
+
+
+def test_store_down_is_survived_with_backoff(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(failed_job(tmp_path))
+    w, log = watcher(tmp_path, b, Caps(diag=NCCL), interval_s=5, max_backoff_s=30)
+    w.store._db.close()  # the store goes away under watch
+    assert w.run(once=True) == 1
+    err = [e for e in events(log) if e["event"] == "cycle_failed"]
+    assert len(err) == 1 and err[0]["error"].startswith("watch store ") and err[0]["retry_in_s"] == 5
+    assert w._backoff(3) == 20 and w._backoff(10) == 30
+
+
+def test_read_only_store_is_one_line(tmp_path: Path) -> None:
+    d = tmp_path / "ro"
+    d.mkdir()
+    (d / "watch.db").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(BackendError) as err:
+        WatchStore(d / "watch.db")
+    assert str(err.value).startswith(f"watch store {d / 'watch.db'}: ") and "\n" not in str(err.value)
+
+
+def test_scheduler_down_is_survived(tmp_path: Path) -> None:
+    class Down(InMemoryClusterBackend):
+        def snapshot(self) -> ClusterSnapshot:
+            raise BackendError("slurm: squeue: Unable to contact slurm controller")
+
+    w, log = watcher(tmp_path, Down(), Caps())
+    assert w.run(once=True) == 1
+    assert [e["error"] for e in events(log) if e["event"] == "cycle_failed"] == [
+        "slurm: squeue: Unable to contact slurm controller"
+    ]
+
+
+def test_completed_jobs_go_to_history_once(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(
+        JobView("30", user=ME, state=JobState.COMPLETED, partition="gpu", start_time=10.0, end_time=70.0),
+        "echo hi",
+    )
+    caps = Caps()
+    w, _ = watcher(tmp_path, b, caps)
+    w.cycle()
+    w.cycle()
+    assert caps.remembered == ["30"]
+
+
+def test_action_ids_are_stable_for_the_same_decision() -> None:
+    a = Action(ActionKind.REQUEUE, job_id="1", exclude_nodes=("n1",), attempt=0)
+    assert (
+        a.action_id
+        == Action(ActionKind.REQUEUE, job_id="1", exclude_nodes=("n1",), attempt=0, reason="x").action_id
+    )
+    assert a.action_id != Action(ActionKind.REQUEUE, job_id="1", exclude_nodes=("n1",), attempt=1).action_id
