@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from schedmate.advisor.history import LineError, read_jobs
 from schedmate.cli import app
+from schedmate.core.types import SCHEMA_VERSION
 
 TRAIN = (
     "import argparse\np = argparse.ArgumentParser()\np.add_argument('--max-steps', type=int, default=100)\n"
@@ -80,7 +81,18 @@ def test_advise_one_job_json_contract(runner: CliRunner, tmp_path: Path) -> None
     )
     assert r.exit_code == 0, r.output
     a = json.loads(r.stdout)
-    assert set(a) == {"job_id", "metadata", "p10_s", "p50_s", "p90_s", "method", "neighbors", "error"}
+    assert set(a) == {
+        "schema_version",
+        "job_id",
+        "metadata",
+        "p10_s",
+        "p50_s",
+        "p90_s",
+        "method",
+        "neighbors",
+        "error",
+    }
+    assert a["schema_version"] == SCHEMA_VERSION
     assert a["metadata"]["max_steps"] == 600 and a["error"] is None
     assert a["method"] == "knn-scaled" and abs(a["p50_s"] - 11.0) < 1.0
     assert a["p10_s"] <= a["p50_s"] <= a["p90_s"]

@@ -2,7 +2,13 @@
 
 Extraction is cached by content (directory digest + command + config files + resources),
 in the store's own `extractions` table when it has one, so importing thousands of jobs that
-share code directories reads each directory once.
+share code directories reads each directory once. Directory digests are remembered by path
+and a cheap fingerprint (names, sizes, mtimes), in a bounded LRU: a long-running process
+never advises on stale code.
+
+One error boundary per item: a job whose extraction fails (for any reason) is imported with
+what the scheduler knows and reported once in the report's `errors`; the import goes on.
+Failed, cancelled and timed-out jobs stay in the history but never serve as a duration.
 """
 
 from __future__ import annotations
@@ -11,25 +17,31 @@ import hashlib
 import json
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schedmate.advisor.estimate import DurationEstimator, Prediction, calibrate
-from schedmate.advisor.extract import Extraction, StaticExtractor, directory_digest
+from schedmate.advisor.extract import Extraction, StaticExtractor, directory_digest, tree_signature
+from schedmate.advisor.extract.paths import plausible_path
 from schedmate.advisor.history import HistoryStore, JobRecord, LineError
+from schedmate.advisor.history.base import ExtractionCache, IndexedStore, ended_normally, ranked
 from schedmate.advisor.metadata import WorkloadMetadata, render_metadata
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.settings import AdvisorSettings
+from schedmate.core.types import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from schedmate.advisor.agent import MetadataAgent
     from schedmate.backends.embedder import Embedder
 
-__all__ = ["Advisor", "Advice", "ImportReport"]
+__all__ = ["Advisor", "Advice", "ImportReport", "JobError", "MAX_REPORTED_ERRORS"]
 
 _EXTRACTOR_VERSION = "1"
+_DIGEST_CACHE = 1024  # code directories remembered (path + fingerprint -> digest)
+MAX_REPORTED_ERRORS = 1000  # errors kept in an ImportReport; `error_count` counts them all
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,7 @@ class Advice:
             return None if x is None or not math.isfinite(x) else round(x, 3)
 
         out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
             "job_id": self.job_id,
             "metadata": self.metadata.known() if self.metadata else None,
             "p10_s": num(self.p10_s),
@@ -61,7 +74,7 @@ class Advice:
             "p90_s": num(self.p90_s),
             "method": self.method,
             "neighbors": [
-                {"job_id": j, "similarity": round(s, 4), "duration_s": d} for j, s, d in self.neighbors
+                {"job_id": j, "similarity": num(s), "duration_s": num(d)} for j, s, d in self.neighbors
             ],
             "error": self.error,
         }
@@ -75,14 +88,56 @@ class Advice:
         return out
 
 
+@dataclass(frozen=True)
+class JobError:
+    """A job of a batch that could not be processed fully (it names the job; the batch goes on)."""
+
+    job_id: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"job {self.job_id}: {self.message}"
+
+
 @dataclass
 class ImportReport:
+    """The `history import --json` contract. `errors` keeps the first MAX_REPORTED_ERRORS
+    (a line of the history file, or a job); `error_count` counts every one."""
+
     imported: int = 0
-    errors: list[LineError] = field(default_factory=list)
+    errors: list[LineError | JobError] = field(default_factory=list)
+    error_count: int = 0
     warnings: list[str] = field(default_factory=list)
     extracted: int = 0
     cached: int = 0
     elapsed_s: float = 0.0
+    store: str = ""
+    stored_total: int = 0
+
+    def add_error(self, err: LineError | JobError) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_REPORTED_ERRORS:
+            self.errors.append(err)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "store": self.store,
+            "imported": self.imported,
+            "stored_total": self.stored_total,
+            "errors": [
+                {
+                    "line": e.line if isinstance(e, LineError) else None,
+                    "job_id": e.job_id if isinstance(e, JobError) else None,
+                    "message": e.message,
+                }
+                for e in self.errors
+            ],
+            "error_count": self.error_count,
+            "warnings": self.warnings,
+            "extracted": self.extracted,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
 
 
 class Advisor:
@@ -102,16 +157,35 @@ class Advisor:
         self.settings = settings or AdvisorSettings()
         self.agent = agent
         self.extractor = extractor or StaticExtractor()
-        self._digests: dict[str, str] = {}
-        self._memo: dict[str, Extraction] = {}
+        self._digests: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._scope: dict[str, str] | None = (
+            None  # per-import digests by path (code does not change mid-import)
+        )
+        self._memo: OrderedDict[str, Extraction] = OrderedDict()
         self._calibration: dict[str, float] | None = None
 
     # -- extraction ------------------------------------------------------------------------
     def _digest(self, code_dir: Path) -> str:
+        """The code's content digest, remembered by (path, fingerprint) in a bounded LRU."""
         key = str(code_dir)
-        if key not in self._digests:
-            self._digests[key] = directory_digest(code_dir)
-        return self._digests[key]
+        if self._scope is not None and key in self._scope:
+            return self._scope[key]
+        entry = (key, tree_signature(code_dir))
+        digest = self._digests.get(entry)
+        if digest is None:
+            digest = self._digests[entry] = directory_digest(code_dir)
+            while len(self._digests) > _DIGEST_CACHE:
+                self._digests.popitem(last=False)
+        else:
+            self._digests.move_to_end(entry)
+        if self._scope is not None:
+            self._scope[key] = digest
+        return digest
+
+    def _remember(self, key: str, ext: Extraction) -> None:
+        self._memo[key] = ext
+        while len(self._memo) > 4 * _DIGEST_CACHE:
+            self._memo.popitem(last=False)
 
     def _cache_key(self, rec: JobRecord, root: Path) -> str:
         parts = [
@@ -132,14 +206,14 @@ class Advisor:
             meta = WorkloadMetadata(n_gpus=rec.n_gpus, n_nodes=rec.n_nodes, gpu_model=rec.gpu_model)
             return Extraction(meta, {"n_gpus": "scheduler"} if rec.n_gpus is not None else {})
         root = Path(rec.code_dir)
-        if not root.is_dir():
-            raise InputError(f"code_dir {rec.code_dir!r}: not a directory")
+        if not plausible_path(rec.code_dir) or not root.is_dir():
+            raise InputError(f"code_dir {rec.code_dir[:200]!r}: not a directory")
         key = self._cache_key(rec, root.resolve())
         if key in self._memo:
             return self._memo[key]
-        getter = getattr(self.store, "get_extraction", None)
-        if getter is not None:
-            cached = getter(key)
+        cache = self.store if isinstance(self.store, ExtractionCache) else None
+        if cache is not None:
+            cached = cache.get_extraction(key)
             if cached:
                 try:
                     d = json.loads(cached)
@@ -149,7 +223,7 @@ class Advisor:
                         d["size"],
                         tuple(d["notes"]),
                     )
-                    self._memo[key] = ext
+                    self._remember(key, ext)
                     return ext
                 except (ValueError, KeyError, TypeError):
                     pass  # an old or damaged entry: extract again
@@ -161,11 +235,12 @@ class Advisor:
             n_nodes=rec.n_nodes,
             gpu_model=rec.gpu_model,
         )
-        ext = self._ask_agent(ext, root, rec.command)
-        self._memo[key] = ext
-        putter = getattr(self.store, "put_extraction", None)
-        if putter is not None:
-            putter(
+        ext, agent_failed = self._ask_agent(ext, root, rec.command)
+        if agent_failed:
+            return ext  # only successes are cached: the next call asks the LLM again
+        self._remember(key, ext)
+        if cache is not None and not cache.read_only:
+            cache.put_extraction(
                 key,
                 json.dumps(
                     {
@@ -178,21 +253,23 @@ class Advisor:
             )
         return ext
 
-    def _ask_agent(self, ext: Extraction, root: Path, command: str | None) -> Extraction:
+    def _ask_agent(self, ext: Extraction, root: Path, command: str | None) -> tuple[Extraction, bool]:
+        """The extraction completed by the agent, and whether the agent failed (LLM down, bad
+        replies): a failed answer is used once but never cached."""
         if self.agent is None or not self.settings.use_agent:
-            return ext
+            return ext, False
         wanted = [f for f in self.settings.agent_fields if getattr(ext.metadata, f) in (None, ())]
         # the amount of work is what matters; ask only when it is not determined yet
         m = ext.metadata
         work_known = bool(m.max_samples or m.max_steps or (m.epochs and m.dataset_size))
         if not wanted or (work_known and (m.model_name or m.param_count)):
-            return ext
+            return ext, False
         result = self.agent.fill(root, ext.metadata, command=command, fields=wanted)
         sources = dict(ext.sources)
         for f in result.filled:
             sources[f] = "llm agent"
         notes = ext.notes + ((f"agent: {result.error}",) if result.error else ())
-        return replace(ext, metadata=result.metadata, sources=sources, notes=notes)
+        return replace(ext, metadata=result.metadata, sources=sources, notes=notes), result.error is not None
 
     @staticmethod
     def text_of(meta: WorkloadMetadata, rec: JobRecord) -> str:
@@ -209,7 +286,12 @@ class Advisor:
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> ImportReport:
-        """Extract, embed and store history jobs in batches; bad lines are reported, never fatal."""
+        """Extract, embed and store history jobs in batches.
+
+        One error boundary per item: a bad line, or a job whose extraction fails for any reason,
+        is reported once in `errors` (the job itself is stored with what the scheduler knows) and
+        the import goes on. Only the store or the embedder failing stops it (with a one-line
+        error; the batches before are stored)."""
         report = ImportReport()
         t0 = time.perf_counter()
         batch: list[JobRecord] = []
@@ -223,29 +305,34 @@ class Advisor:
                 progress(len(batch))
             batch.clear()
 
-        for item in items:
-            if isinstance(item, LineError):
-                report.errors.append(item)
-                if progress:
-                    progress(1)
-                continue
-            try:
+        self._scope = {}
+        try:
+            for item in items:
+                if isinstance(item, LineError):
+                    report.add_error(item)
+                    if progress:
+                        progress(1)
+                    continue
                 before = len(self._memo)
-                ext = self.extract(item)
-                report.extracted += len(self._memo) > before
-            except InputError as exc:
-                report.warnings.append(f"job {item.job_id}: {exc}; imported without code metadata")
-                ext = Extraction(
-                    WorkloadMetadata(n_gpus=item.n_gpus, n_nodes=item.n_nodes, gpu_model=item.gpu_model)
+                try:
+                    ext = self.extract(item)
+                    report.extracted += len(self._memo) > before
+                except Exception as exc:  # noqa: BLE001 - the per-item error boundary
+                    report.add_error(JobError(item.job_id, f"{_reason(exc)}; imported without code metadata"))
+                    ext = Extraction(
+                        WorkloadMetadata(n_gpus=item.n_gpus, n_nodes=item.n_nodes, gpu_model=item.gpu_model)
+                    )
+                batch.append(
+                    item.with_metadata(ext.metadata, dict(ext.size), self.text_of(ext.metadata, item))
                 )
-            batch.append(item.with_metadata(ext.metadata, dict(ext.size), self.text_of(ext.metadata, item)))
-            if len(batch) >= batch_size:
-                flush()
-        flush()
+                if len(batch) >= batch_size:
+                    flush()
+            flush()
+        finally:
+            self._scope = None
         report.cached = max(0, report.imported - report.extracted)
-        builder = getattr(self.store, "build_index", None)
-        if builder is not None and self.store.count() >= getattr(self.store, "exact_below", 0):
-            builder()  # large stores: build (or update and save) the HNSW index now, not at the first advice
+        if isinstance(self.store, IndexedStore) and self.store.count() >= self.store.exact_below:
+            self.store.build_index()  # large stores: build (or update and save) the HNSW index now
         self._calibration = None
         self._save_calibration()
         report.elapsed_s = time.perf_counter() - t0
@@ -254,7 +341,7 @@ class Advisor:
     def _save_calibration(self) -> None:
         recs: list[JobRecord] = []
         for r in self.store.records():
-            if r.metadata is not None:
+            if r.metadata is not None and ended_normally(r.status):
                 recs.append(r)
             if len(recs) >= 200_000:
                 break
@@ -278,9 +365,9 @@ class Advisor:
         error = None
         try:
             ext = self.extract(rec)
-        except InputError as exc:
+        except Exception as exc:  # noqa: BLE001 - one job's code never stops the advice
             # no readable code: still answer from what the scheduler knows and the user's history
-            error = f"{exc}; predicted without code metadata"
+            error = f"{_reason(exc)}; predicted without code metadata"
             ext = Extraction(
                 WorkloadMetadata(n_gpus=rec.n_gpus, n_nodes=rec.n_nodes, gpu_model=rec.gpu_model)
             )
@@ -299,11 +386,12 @@ class Advisor:
             error = f"embedder: {exc}; predicted without similar jobs" if error is None else error
         if vec is not None:
             try:
-                neighbors = [
+                # failed / cancelled / timed-out jobs are similar code, not a duration: skipped
+                neighbors = ranked(
                     n
                     for n in self.store.search(vec, self.settings.k * 3 + 1)
-                    if n.record.job_id != rec.job_id
-                ]
+                    if n.record.job_id != rec.job_id and ended_normally(n.record.status)
+                )
             except BackendError as exc:  # e.g. a PostgreSQL store that went away
                 error = f"history store: {exc}; predicted without similar jobs" if error is None else error
         user = rec.user
@@ -322,7 +410,11 @@ class Advisor:
             neighbors,
             user=user,
             name=rec.name,
-            user_jobs=lambda: read(lambda: self.store.by_user(user, 2000)) if user else [],
+            user_jobs=lambda: (
+                [r for r in read(lambda: self.store.by_user(user, 2000)) if ended_normally(r.status)]
+                if user
+                else []
+            ),
             durations=lambda: read(lambda: self.store.durations(20_000)),
         )
         if failures and error is None:
@@ -341,3 +433,12 @@ class Advisor:
             detail=pred.detail,
             elapsed_s=time.perf_counter() - t0,
         )
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a per-item failure: our own errors say it themselves; anything else is named
+    by its type (a bug in our code, reported without a traceback and without stopping the batch)."""
+    if isinstance(exc, InputError | BackendError):
+        return str(exc)
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,26 +1,32 @@
-"""`schedmate history import` and `schedmate advise`: the Scheduling Advisor on the command line."""
+"""`schedmate history import|stats` and `schedmate advise`: the Scheduling Advisor on the command line.
+
+Commands parse options and print; the work is done by `schedmate.sdk.advising`, imported inside
+each command so that `schedmate --help` never loads the Advisor.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from schedmate.advisor import Advice, JobRecord, LineError, read_jobs
-from schedmate.advisor.history import read_sacct_json, read_trace_jobs
-from schedmate.advisor.history.pg import redact_url
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.errors import InputError
-from schedmate.sdk import advisor_store_path, build_advisor
 
-__all__ = ["history_app", "advise", "render_advice", "fmt_duration"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rich.table import Table
+
+    from schedmate.advisor import Advice, JobRecord, LineError
+
+__all__ = ["history_app", "advise", "render_advice", "fmt_duration", "MAX_SHOWN_ERRORS"]
+
+MAX_SHOWN_ERRORS = 10  # errors printed one a line; the rest are counted in one summary line
 
 history_app = typer.Typer(help="The job history the Advisor learns from.", no_args_is_help=True)
 app.add_typer(history_app, name="history")
@@ -35,11 +41,6 @@ StoreOpt = Annotated[
 ]
 
 
-def _shown(location: Path | str) -> str:
-    """A store location fit to print: a URL loses its password."""
-    return redact_url(location) if isinstance(location, str) else str(location)
-
-
 def fmt_duration(s: float | None) -> str:
     if s is None:
         return "-"
@@ -48,14 +49,6 @@ def fmt_duration(s: float | None) -> str:
     if s < 7200:
         return f"{s / 60:.1f}m"
     return f"{s / 3600:.1f}h"
-
-
-def _count_lines(path: Path) -> int | None:
-    try:
-        with path.open("rb") as fh:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
-    except OSError:
-        return None
 
 
 @history_app.command("import")
@@ -77,24 +70,11 @@ def history_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print the import report as JSON.")] = False,
 ) -> None:
     """Import past jobs: extract metadata from their code, embed it, store it."""
-    settings = settings_of(ctx)
-    items: Iterable[JobRecord | LineError]
-    if fmt == "jsonl":
-        total = _count_lines(file)
-        items = read_jobs(file, need_duration=True)
-    elif fmt == "sacct":
-        items = list(read_sacct_json(file))
-        total = len(items)
-    else:
-        from schedmate.sim.trace import TRACE_FORMATS
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        if fmt not in TRACE_FORMATS:
-            raise InputError(
-                f"--format {fmt!r}: use jsonl, sacct or one of {', '.join(sorted(TRACE_FORMATS))}"
-            )
-        items = list(read_trace_jobs(file, fmt))
-        total = len(items)
-    advisor = build_advisor(settings, store)
+    from schedmate.sdk.advising import import_history
+
+    settings = settings_of(ctx)
     show = not as_json and err_console.is_terminal
     with Progress(
         TextColumn("importing"),
@@ -105,34 +85,28 @@ def history_import(
         disable=not show,
         transient=True,
     ) as bar:
-        task = bar.add_task("import", total=total)
-        report = advisor.import_jobs(items, progress=lambda n: bar.advance(task, n))
-    path = advisor_store_path(settings, store)
+        task = bar.add_task("import", total=None)
+        report = import_history(settings, file, fmt=fmt, store=store, progress=lambda n: bar.advance(task, n))
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "store": _shown(path),
-                    "imported": report.imported,
-                    "stored_total": advisor.store.count(),
-                    "errors": [{"line": e.line, "message": e.message} for e in report.errors],
-                    "warnings": report.warnings,
-                    "extracted": report.extracted,
-                    "elapsed_s": round(report.elapsed_s, 3),
-                }
-            )
-        )
+        typer.echo(json.dumps(report.to_json_dict(), allow_nan=False))
     else:
         console.print(
-            f"imported {report.imported} jobs into {_shown(path)} ({advisor.store.count()} stored) "
+            f"imported {report.imported} jobs into {report.store} ({report.stored_total} stored) "
             f"in {report.elapsed_s:.1f}s; {report.extracted} code extractions"
         )
-        for e in report.errors:
-            err_console.print(f"[yellow]{file}:{e.line}:[/] {e.message}", highlight=False)
         for w in report.warnings:
             err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    advisor.store.close()
-    if report.errors and report.imported == 0:
+    # errors go to stderr in both modes (with --json, the record lists them too)
+    for e in report.errors[:MAX_SHOWN_ERRORS]:
+        where = f"{file}:{e.line}" if hasattr(e, "line") else f"{file}: job {getattr(e, 'job_id', '?')}"
+        err_console.print(f"[yellow]{where}:[/] {e.message}", highlight=False, soft_wrap=True)
+    if report.error_count > MAX_SHOWN_ERRORS:
+        err_console.print(
+            f"[yellow]{file}:[/] {report.error_count - MAX_SHOWN_ERRORS} more errors not shown "
+            f"({report.error_count} in all; --json lists the first {len(report.errors)})",
+            highlight=False,
+        )
+    if report.error_count and report.imported == 0:
         raise typer.Exit(2)
 
 
@@ -142,25 +116,18 @@ def history_stats(
     ctx: typer.Context, store: StoreOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False
 ) -> None:
     """How many jobs the store holds and how the metadata fallback is calibrated."""
-    settings = settings_of(ctx)
-    path = advisor_store_path(settings, store)
-    if isinstance(path, Path) and not path.exists():
-        raise InputError(f"{path}: no history store yet (run `schedmate history import FILE.jsonl`)")
-    advisor = build_advisor(settings, store)
-    out = {
-        "store": _shown(path),
-        "jobs": advisor.store.count(),
-        "embedder": advisor.store.get_meta("embedder"),
-        "calibration": advisor.calibration(),
-    }
-    advisor.store.close()
+    from schedmate.sdk.advising import history_stats as stats_of
+
+    out = stats_of(settings_of(ctx), store).to_json_dict()
     if as_json:
-        typer.echo(json.dumps(out))
+        typer.echo(json.dumps(out, allow_nan=False))
     else:
-        console.print(out)
+        console.print({k: v for k, v in out.items() if k != "schema_version"})
 
 
 def render_advice(a: Advice) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"job {a.job_id}", show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
@@ -219,48 +186,38 @@ def advise(
     ] = False,
 ) -> None:
     """Predict a job's duration (p10/p50/p90) from its code and similar past jobs."""
+    from schedmate.sdk.advising import advise as advise_jobs
+    from schedmate.sdk.advising import job_from_code, read_batch
+
     if (code is None) == (batch is None):
         raise InputError("give either --code DIR (one job) or --batch FILE.jsonl (many)")
     settings = settings_of(ctx)
-    path = advisor_store_path(settings, store)
-    if store and isinstance(path, Path) and not path.exists():
-        raise InputError(f"{path}: no such history store (create it with `schedmate history import`)")
-    advisor = build_advisor(settings, store)
-    if advisor.store.count() == 0 and not as_json:
-        err_console.print(
-            "[yellow]warning:[/] the history store is empty: predictions fall back to metadata only"
-        )
-    jobs: list[JobRecord | LineError]
+    jobs: Iterator[JobRecord | LineError]
     if code is not None:
-        if not code.is_dir():
-            raise InputError(f"--code {code}: not a directory")
-        jobs = [
-            JobRecord(
-                job_id=name or code.resolve().name,
-                n_gpus=gpus,
-                n_nodes=nodes,
-                gpu_model=gpu_model,
-                user=user,
-                name=name,
-                code_dir=str(code.resolve()),
-                command=cmd,
-                config_files=tuple(config_file or ()),
-            )
-        ]
-    elif batch is not None:
-        jobs = list(read_jobs(batch, need_duration=False))
+        jobs = iter(
+            [
+                job_from_code(
+                    code,
+                    command=cmd,
+                    n_gpus=gpus,
+                    n_nodes=nodes,
+                    gpu_model=gpu_model,
+                    user=user,
+                    name=name,
+                    config_files=config_file or (),
+                )
+            ]
+        )
     else:
-        jobs = []
-    try:
-        for item in jobs:
-            if isinstance(item, LineError):
-                a = Advice(job_id=f"{batch}:{item.line}", metadata=None, error=str(item))
-            else:
-                a = advisor.advise(item)
-            if as_json:
-                sys.stdout.write(json.dumps(a.to_json_dict(verbose=verbose)) + "\n")
-                sys.stdout.flush()
-            else:
-                console.print(render_advice(a))
-    finally:
-        advisor.store.close()
+        assert batch is not None
+        jobs = read_batch(batch)
+
+    def warn(msg: str) -> None:
+        err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
+
+    for a in advise_jobs(settings, jobs, store=store, source=str(batch or code), warn=warn):
+        if as_json:
+            sys.stdout.write(json.dumps(a.to_json_dict(verbose=verbose), allow_nan=False) + "\n")
+            sys.stdout.flush()
+        else:
+            console.print(render_advice(a))

@@ -12,7 +12,8 @@ import ast
 import hashlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,10 @@ from schedmate.advisor.extract.vocab import (
     size_key,
 )
 from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.core.errors import InputError
+from schedmate.inputs import read_bytes
 
-__all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_digest"]
+__all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_digest", "tree_signature"]
 
 _YACS_KEY = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+")
 _CONFIG_EXT = re.compile(r"\.(ya?ml|json|toml)$", re.I)
@@ -124,29 +127,54 @@ def guess_entrypoint(root: Path) -> str | None:
     return pys[0] if len(pys) == 1 else None
 
 
-def directory_digest(root: Path, *, max_files: int = 2000, max_bytes: int = 1_000_000) -> str:
-    """A content hash of the directory's text files (code and configs), for caching."""
-    h = hashlib.blake2b(digest_size=16)
-    base = root.resolve()
-    count = 0
+def _text_files(
+    base: Path, max_files: int, max_bytes: int, max_entries: int = 50_000
+) -> Iterator[tuple[Path, str, os.stat_result]]:
+    """(path, relative path, stat) of the directory's regular text files, in a stable order;
+    bounded in files kept and in directory entries looked at."""
+    count = seen = 0
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        seen += len(dirnames) + len(filenames)
         for fn in sorted(filenames):
             p = Path(dirpath, fn)
             if p.suffix.lower() not in _TEXT_EXT and not fn.startswith(".env"):
                 continue
             try:
-                if p.is_symlink() or not p.is_file() or p.stat().st_size > max_bytes:
-                    continue
-                data = p.read_bytes()
-            except OSError:
+                st = p.lstat()
+            except (OSError, ValueError):
                 continue
-            h.update(
-                str(p.relative_to(base)).encode() + b"\0" + hashlib.blake2b(data, digest_size=16).digest()
-            )
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                continue
+            yield p, str(p.relative_to(base)), st
             count += 1
             if count >= max_files:
-                return h.hexdigest()
+                return
+        if seen >= max_entries:
+            return
+
+
+def directory_digest(root: Path, *, max_files: int = 2000, max_bytes: int = 1_000_000) -> str:
+    """A content hash of the directory's text files (code and configs), for caching."""
+    h = hashlib.blake2b(digest_size=16)
+    base = root.resolve()
+    for p, rel, _st in _text_files(base, max_files, max_bytes):
+        try:
+            data = read_bytes(p, what="code file", max_bytes=max_bytes)
+        except InputError:
+            continue
+        h.update(
+            rel.encode("utf-8", "surrogateescape") + b"\0" + hashlib.blake2b(data, digest_size=16).digest()
+        )
+    return h.hexdigest()
+
+
+def tree_signature(root: Path, *, max_files: int = 2000, max_bytes: int = 1_000_000) -> str:
+    """A cheap fingerprint of the same files (names, sizes, modification times; nothing is read):
+    when it is unchanged, `directory_digest` is too, so a long-running process can trust a cache."""
+    h = hashlib.blake2b(digest_size=16)
+    for _p, rel, st in _text_files(root.resolve(), max_files, max_bytes):
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 

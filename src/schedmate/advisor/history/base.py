@@ -5,7 +5,7 @@ and the row helpers (column order, row -> record, vector checks) the SQL stores 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -15,7 +15,17 @@ from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.backends.embedder import normalize_rows
 from schedmate.core.errors import ConfigError
 
-__all__ = ["JobRecord", "Neighbor", "HistoryStore", "EXACT_BELOW"]
+__all__ = [
+    "JobRecord",
+    "Neighbor",
+    "HistoryStore",
+    "EXACT_BELOW",
+    "ExtractionCache",
+    "IndexedStore",
+    "ended_normally",
+    "ranked",
+    "top_indices",
+]
 
 EXACT_BELOW = 20_000  # exact search under this many records: exact and fast enough
 
@@ -50,6 +60,46 @@ class Neighbor:
     similarity: float
 
 
+# A job whose duration says how long its work takes: completed (or of unknown status, as in a
+# plain JSONL history). Failed, cancelled, timed-out, preempted or OOM-killed jobs stay in the
+# history (their code and user still describe the workload) but never serve as a duration.
+_DONE = frozenset(
+    {"completed", "complete", "success", "succeeded", "successful", "finished", "done", "ok", "pass"}
+)
+
+
+def ended_normally(status: str | None) -> bool:
+    """True when a job's duration is the time its work took (status completed or not recorded)."""
+    if status is None or not status.strip():
+        return True
+    word = status.strip().lower().replace("-", "_").split()[0].rstrip(".,;:")
+    return word in _DONE
+
+
+SIM_DECIMALS = 6  # similarities equal to 1e-6 are a tie (float32 noise), broken by job_id
+
+
+def ranked(neighbors: Iterable[Neighbor], k: int | None = None) -> list[Neighbor]:
+    """Neighbours by decreasing similarity, ties broken by job_id: the order never depends on
+    the order jobs were stored or indexed."""
+    out = sorted(neighbors, key=lambda n: (-round(n.similarity, SIM_DECIMALS), n.record.job_id))
+    return out if k is None else out[:k]
+
+
+def top_indices(sims: np.ndarray, job_ids: Sequence[str], k: int) -> list[int]:
+    """The indices of the k most similar rows, ties (to 1e-6) broken by job_id. Only the band at
+    and above the k-th similarity is sorted, so this stays O(n) plus the ties."""
+    r = np.round(np.asarray(sims, dtype=np.float64), SIM_DECIMALS)
+    r = np.where(np.isfinite(r), r, -np.inf)
+    n = len(r)
+    if n > k:
+        kth = np.partition(r, n - k)[n - k]
+        cand = np.flatnonzero(r >= kth)
+    else:
+        cand = np.arange(n)
+    return sorted((int(i) for i in cand), key=lambda i: (-float(r[i]), job_ids[i]))[:k]
+
+
 @runtime_checkable
 class HistoryStore(Protocol):
     """Past jobs plus a vector index over their embeddings."""
@@ -76,6 +126,28 @@ class HistoryStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ExtractionCache(Protocol):
+    """A store that also keeps extractions by content key (so an import reads each code dir once).
+    A store opened read-only (`read_only`) answers lookups and ignores nothing silently: the
+    Advisor does not call `put_extraction` on it."""
+
+    read_only: bool
+
+    def get_extraction(self, key: str) -> str | None: ...
+
+    def put_extraction(self, key: str, value: str) -> None: ...
+
+
+@runtime_checkable
+class IndexedStore(Protocol):
+    """A store with an approximate index built once it holds `exact_below` jobs."""
+
+    exact_below: int
+
+    def build_index(self) -> None: ...
 
 
 def _unit_query(v: np.ndarray) -> np.ndarray:

@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schedmate.advisor.history.base import JobRecord
 from schedmate.core.errors import InputError
+from schedmate.inputs import MAX_TABLE_BYTES, open_regular, read_bytes
 
 __all__ = ["JobLine", "LineError", "read_jobs", "parse_time", "MAX_LINE_BYTES"]
 
@@ -121,20 +122,49 @@ def _reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+MAX_BAD_RUN = 100  # this many unreadable lines in a row, with nothing read yet: not a JSONL history
+
+
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """(line, too_long) with at most MAX_LINE_BYTES held in memory: a longer line is skipped in
+    chunks, so `/dev/zero`-like content without newlines cannot exhaust memory."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw, False
+            continue
+        while raw and not raw.endswith(b"\n"):
+            raw = fh.readline(1 << 20)
+        yield b"", True
+
+
 def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | LineError]:
-    """Records (relative `code_dir` resolved against the file's folder) or line errors, in order."""
+    """Records (relative `code_dir` resolved against the file's folder) or line errors, in order.
+
+    The file must be a regular file (a FIFO or a device is refused at once); lines are bounded;
+    a file that starts with MAX_BAD_RUN unreadable lines (a binary file) stops with one error."""
     p = Path(path)
-    try:
-        fh = p.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror}") from None
+    fh = open_regular(p, what="job file", max_bytes=MAX_TABLE_BYTES)
     base = p.resolve().parent
+    good = 0
+    bad_run = 0
     with fh:
-        for no, raw in enumerate(fh, start=1):
-            if len(raw) > MAX_LINE_BYTES:
+        for no, (raw, too_long) in enumerate(_lines(fh), start=1):
+            if bad_run >= MAX_BAD_RUN and good == 0:
+                yield LineError(
+                    no,
+                    f"stopped: the first {MAX_BAD_RUN} lines are not job records (a binary file, not JSONL?)",
+                )
+                return
+            if too_long:
+                bad_run += 1
                 yield LineError(no, f"line longer than {MAX_LINE_BYTES} bytes")
+                continue
+            if b"\0" in raw:
+                bad_run += 1
+                yield LineError(no, "binary data (NUL byte), not a JSON line")
                 continue
             text = raw.decode("utf-8", errors="replace").strip()
             if not text or text.startswith("#"):
@@ -142,26 +172,39 @@ def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | 
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:
+                bad_run += 1
                 yield LineError(no, f"invalid JSON: {exc.msg} at column {exc.colno}")
                 continue
             except RecursionError:
+                bad_run += 1
                 yield LineError(no, "invalid JSON: nested too deeply")
                 continue
             if not isinstance(obj, dict):
+                bad_run += 1
                 yield LineError(no, "expected a JSON object")
                 continue
             try:
                 line = JobLine.model_validate(obj)
             except ValidationError as exc:
+                bad_run += 1
                 yield LineError(no, _reason(exc))
                 continue
             except ValueError as exc:
+                bad_run += 1
                 yield LineError(no, str(exc))
                 continue
             if need_duration and line.duration_s is None:
+                bad_run += 1
                 yield LineError(no, "duration_s: required for history")
                 continue
-            yield line.record(base)
+            try:
+                rec = line.record(base)
+            except (OSError, ValueError) as exc:  # a code_dir no path can be
+                yield LineError(no, f"code_dir: {exc}")
+                continue
+            good += 1
+            bad_run = 0
+            yield rec
 
 
 def _tres_gpus(tres: Any) -> int | None:
@@ -191,13 +234,10 @@ def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
     read like any other history job's. Errors name the job's position in the `jobs` list.
     """
     p = Path(path)
+    raw = read_bytes(p, what="sacct export", max_bytes=2_000_000_000)
     try:
-        if p.stat().st_size > 2_000_000_000:
-            raise InputError(f"{p}: larger than 2 GB; split the sacct export")
-        data = json.loads(p.read_bytes().decode("utf-8", errors="replace"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (OSError, json.JSONDecodeError, RecursionError) as exc:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise InputError(f"{p}: not sacct --json output ({type(exc).__name__})") from None
     jobs = data.get("jobs") if isinstance(data, dict) else None
     if not isinstance(jobs, list):

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from schedmate.advisor.history.base import JobRecord, Neighbor, _unit_query
+from schedmate.advisor.history.base import JobRecord, Neighbor, _unit_query, top_indices
 from schedmate.backends.embedder import normalize_rows
 
 __all__ = ["InMemoryHistoryStore"]
@@ -14,6 +14,8 @@ __all__ = ["InMemoryHistoryStore"]
 
 class InMemoryHistoryStore:
     """Exact search over a numpy matrix; for unit tests and small what-ifs."""
+
+    read_only = False
 
     def __init__(self) -> None:
         self._records: list[JobRecord] = []
@@ -49,8 +51,8 @@ class InMemoryHistoryStore:
         if self._vecs is None or k <= 0:
             return []
         sims = self._vecs @ _unit_query(vector)
-        top = np.argsort(-sims)[:k]
-        return [Neighbor(self._records[i], float(sims[i])) for i in top]
+        ids = [r.job_id for r in self._records]
+        return [Neighbor(self._records[i], float(sims[i])) for i in top_indices(sims, ids, k)]
 
     def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
         return [r for r in self._records if r.user == user][-limit:]

@@ -29,8 +29,9 @@ from schedmate.advisor.history.base import (
     _checked_vectors,
     _row_to_record,
     _unit_query,
+    ranked,
 )
-from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError
+from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError, InputError
 
 if TYPE_CHECKING:
     from psycopg import sql
@@ -124,8 +125,10 @@ class PgvectorHistoryStore:
         exact_below: int = EXACT_BELOW,
         ef_search: int = 100,
         connect_timeout: int = 10,
+        read_only: bool = False,
     ) -> None:
         self.url = redact_url(url)
+        self.read_only = read_only
         try:
             conninfo, url_schema = _split_schema(url)
         except ValueError as exc:
@@ -163,7 +166,10 @@ class PgvectorHistoryStore:
             with self._errors():
                 self._ensure_extension()
                 register_vector(self._db)
-                self._create_tables()
+                if read_only:  # the server refuses every write in this session
+                    self._db.execute("SET default_transaction_read_only = on")
+                else:
+                    self._create_tables()
                 self._check_format()
                 stored = self.get_meta("embedder")
                 self._indexed = self._has_index()
@@ -294,9 +300,14 @@ class PgvectorHistoryStore:
             ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
+    def _writable(self) -> None:
+        if self.read_only:
+            raise InputError(f"{self.url} (schema {self.schema}): the history store is open read-only")
+
     def _put_kv(self, table: str, key: str, value: str) -> None:
         from psycopg import sql
 
+        self._writable()
         with self._lock, self._errors():
             self._db.execute(
                 sql.SQL(
@@ -311,6 +322,7 @@ class PgvectorHistoryStore:
         """Insert or replace records (by job_id) in one transaction."""
         if not records:
             return 0
+        self._writable()
         dim = self.dim
         vecs = _checked_vectors(records, vectors, dim, f"{self.url} (schema {self.schema})")
         last: dict[str, int] = {
@@ -497,7 +509,7 @@ class PgvectorHistoryStore:
             if n == 0:
                 return []
             self._large = n >= self.exact_below
-        if self._large and not self._indexed:
+        if self._large and not self._indexed and not self.read_only:
             self.build_index()
         q = _unit_query(vector).astype(np.float32)
         query = sql.SQL(
@@ -511,13 +523,14 @@ class PgvectorHistoryStore:
                 )
             else:
                 self._db.execute("SET LOCAL enable_indexscan = off")  # exact: scan and sort
-            rows = self._db.execute(query, {"q": q, "k": k}).fetchall()
+            # a few more candidates than asked, so that ties at the k-th place are broken by job_id
+            rows = self._db.execute(query, {"q": q, "k": 2 * k + 16}).fetchall()
         out = []
         for row in rows:
             sim = 1.0 - float(row[-1]) if row[-1] is not None else math.nan
             if math.isfinite(sim):  # a zero vector has no direction: NaN distance
                 out.append(Neighbor(_row_to_record(row[:-1]), sim))
-        return out
+        return ranked(out, k)
 
     def close(self) -> None:
         with self._lock:

@@ -4,15 +4,22 @@
 of truth. The vector index (usearch HNSW, cosine) is derived from it and cached next to
 it as `<file>.usearch`; a missing or stale index is rebuilt from SQLite, so losing it loses
 nothing. Small stores are searched exactly.
+
+Every database failure is one line naming the file (`_errors`): another writer holding the
+lock longer than `busy_timeout_s`, a damaged file, a read-only file or directory, a full disk.
+Writes are single transactions, so a failed batch leaves the store as it was. `read_only=True`
+opens the file without ever writing to it (what `advise` needs; also on a read-only mount).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,8 +34,10 @@ from schedmate.advisor.history.base import (
     _checked_vectors,
     _row_to_record,
     _unit_query,
+    ranked,
+    top_indices,
 )
-from schedmate.core.errors import ConfigError, InputError
+from schedmate.core.errors import BackendError, ConfigError, InputError
 
 __all__ = ["SqliteHistoryStore"]
 
@@ -46,35 +55,133 @@ CREATE TABLE IF NOT EXISTS extractions (key TEXT PRIMARY KEY, value TEXT NOT NUL
 """
 
 
+BUSY_TIMEOUT_S = 5.0  # how long a write waits for another writer before giving up
+
+
 class SqliteHistoryStore:
     """One SQLite file of jobs + a derived usearch HNSW index (`<file>.usearch`)."""
 
     def __init__(
-        self, path: str | Path, *, embedder_name: str | None = None, exact_below: int = EXACT_BELOW
+        self,
+        path: str | Path,
+        *,
+        embedder_name: str | None = None,
+        exact_below: int = EXACT_BELOW,
+        read_only: bool = False,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
     ) -> None:
         self.path = Path(path)
         self.index_path = self.path.with_name(self.path.name + ".usearch")
         self.exact_below = exact_below
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
-            self._db.executescript(_SCHEMA)
-            self._db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"{self.path}: not a schedmate history store ({exc})") from None
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot open history store: {exc.strerror}") from None
+        self.read_only = read_only
+        self.busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._index: Any = None
         self._index_dirty = False
-        self._exact: tuple[np.ndarray, np.ndarray] | None = None  # (rowids, unit vectors)
-        stored = self.get_meta("embedder")
+        self._exact: tuple[np.ndarray, np.ndarray, list[str]] | None = None  # (rowids, unit vectors, job ids)
+        self._db = self._open()
+        try:
+            stored = self.get_meta("embedder")
+        except BaseException:
+            self._db.close()
+            raise
         if embedder_name and stored and stored != embedder_name:
+            self._db.close()
             raise ConfigError(
                 f"{self.path}: history was embedded with '{stored}', not '{embedder_name}'; "
                 "use the same embedder or a new store"
             )
         self._embedder_name = embedder_name
+
+    def _open(self) -> sqlite3.Connection:
+        if self.read_only:
+            if not self.path.is_file():
+                raise InputError(
+                    f"{self.path}: no such history store (create it with `schedmate history import`)"
+                )
+            uri = "file:" + urllib.parse.quote(str(self.path.resolve()))
+            # mode=ro never writes; on a read-only mount a WAL store cannot create its -shm file,
+            # so it is opened as immutable (nobody can write there either)
+            for suffix in ("?mode=ro", "?mode=ro&immutable=1"):
+                db = None
+                try:
+                    db = sqlite3.connect(
+                        uri + suffix, uri=True, timeout=self.busy_timeout_s, check_same_thread=False
+                    )
+                    db.execute("SELECT COUNT(*) FROM meta").fetchone()
+                    return db
+                except sqlite3.OperationalError as exc:
+                    if db is not None:
+                        db.close()
+                    if "unable to open" not in str(exc) and "readonly" not in str(exc):
+                        raise self._translate(exc) from None
+                except sqlite3.DatabaseError as exc:
+                    if db is not None:
+                        db.close()
+                    raise self._translate(exc) from None
+            raise InputError(f"{self.path}: cannot open the history store read-only")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"{self.path}: cannot create the history store's folder: {exc.strerror}"
+            ) from None
+        db = None
+        try:
+            db = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, check_same_thread=False)
+            db.executescript(_SCHEMA)
+            db.execute("PRAGMA journal_mode=WAL")
+            return db
+        except sqlite3.Error as exc:
+            if db is not None:
+                db.close()
+            raise self._translate(exc) from None
+
+    def _translate(self, exc: sqlite3.Error) -> InputError | BackendError:
+        """One line naming the store for any SQLite failure (the caller raises it from None)."""
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        low = msg.lower()
+        if "locked" in low or "busy" in low:
+            return BackendError(
+                f"{self.path}: the history store is locked by another writer (waited "
+                f"{self.busy_timeout_s:g} s); nothing was written, try again when it is done"
+            )
+        if "readonly" in low or "read-only" in low:
+            return InputError(
+                f"{self.path}: the history store is read-only ({msg}); nothing was written "
+                "(advise reads it without writing; import into a writable copy)"
+            )
+        if "disk is full" in low or "disk full" in low or "database or disk is full" in low:
+            return BackendError(f"{self.path}: disk full; this batch was not written, the store is unchanged")
+        if (
+            "malformed" in low
+            or "not a database" in low
+            or "file is not a database" in low
+            or "corrupt" in low
+        ):
+            return InputError(
+                f"{self.path}: the history store is damaged or not a schedmate store ({msg}); "
+                "restore it from a copy or import the history into a new store"
+            )
+        if "unable to open" in low:
+            return InputError(f"{self.path}: cannot open the history store ({msg})")
+        if "no such table" in low or "no such column" in low:
+            return InputError(f"{self.path}: not a schedmate history store ({msg})")
+        return BackendError(f"{self.path}: history store: {msg}")
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Under the store's lock (reads too: the connection is shared across threads), with
+        SQLite failures turned into one-line errors naming the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise self._translate(exc) from None
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise InputError(f"{self.path}: the history store is open read-only; nothing was written")
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -83,22 +190,26 @@ class SqliteHistoryStore:
         return int(v) if v else None
 
     def get_meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        with self._errors():
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._lock, self._db:
+        self._writable()
+        with self._errors(), self._db:
             self._db.execute(
                 "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                 (key, value),
             )
 
     def get_extraction(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM extractions WHERE key=?", (key,)).fetchone()
+        with self._errors():
+            row = self._db.execute("SELECT value FROM extractions WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def put_extraction(self, key: str, value: str) -> None:
-        with self._lock, self._db:
+        self._writable()
+        with self._errors(), self._db:
             self._db.execute("INSERT OR REPLACE INTO extractions(key, value) VALUES(?, ?)", (key, value))
 
     # -- writes -----------------------------------------------------------------------------
@@ -106,6 +217,7 @@ class SqliteHistoryStore:
         """Insert or replace records (by job_id) in one transaction."""
         if not records:
             return 0
+        self._writable()
         dim = self.dim
         vecs = _checked_vectors(records, vectors, dim, str(self.path))
         rows = []
@@ -130,7 +242,7 @@ class SqliteHistoryStore:
                     v.astype(np.float32).tobytes(),
                 )
             )
-        with self._lock, self._db:
+        with self._errors(), self._db:
             if dim is None:
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('dim', ?)", (str(vecs.shape[1]),)
@@ -177,7 +289,7 @@ class SqliteHistoryStore:
 
     def flush_index(self) -> None:
         """Save the in-memory index and stamp it with the store's version."""
-        if self._index is None or not self._index_dirty:
+        if self._index is None or not self._index_dirty or self.read_only:
             return
         try:
             self._index.save(str(self.index_path))
@@ -191,33 +303,48 @@ class SqliteHistoryStore:
 
     # -- reads ------------------------------------------------------------------------------
     def count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
+        with self._errors():
+            return int(self._db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
 
     def get(self, job_id: str) -> JobRecord | None:
-        row = self._db.execute(f"SELECT {','.join(_COLS)} FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        with self._errors():
+            row = self._db.execute(f"SELECT {','.join(_COLS)} FROM jobs WHERE job_id=?", (job_id,)).fetchone()
         return None if row is None else _row_to_record(row)
 
     def _get_rows(self, rowids: Sequence[int]) -> dict[int, JobRecord]:
         out: dict[int, JobRecord] = {}
         ids = [int(r) for r in rowids]
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            q = f"SELECT rowid, {','.join(_COLS)} FROM jobs WHERE rowid IN ({','.join('?' * len(chunk))})"
-            for row in self._db.execute(q, chunk):
-                out[int(row[0])] = _row_to_record(row[1:])
+        with self._errors():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                q = f"SELECT rowid, {','.join(_COLS)} FROM jobs WHERE rowid IN ({','.join('?' * len(chunk))})"
+                for row in self._db.execute(q, chunk).fetchall():
+                    out[int(row[0])] = _row_to_record(row[1:])
         return out
 
     def by_user(self, user: str, limit: int = 1000) -> list[JobRecord]:
         q = f"SELECT {','.join(_COLS)} FROM jobs WHERE user=? ORDER BY rowid DESC LIMIT ?"
-        return [_row_to_record(r) for r in self._db.execute(q, (user, limit))][::-1]
+        with self._errors():
+            rows = self._db.execute(q, (user, max(0, limit))).fetchall()
+        return [_row_to_record(r) for r in rows][::-1]
 
     def durations(self, limit: int = 100_000) -> list[float]:
         q = "SELECT duration_s FROM jobs WHERE duration_s IS NOT NULL ORDER BY rowid DESC LIMIT ?"
-        return [float(r[0]) for r in self._db.execute(q, (limit,))]
+        with self._errors():
+            return [float(r[0]) for r in self._db.execute(q, (max(0, limit),)).fetchall()]
 
-    def records(self) -> Iterator[JobRecord]:
-        for row in self._db.execute(f"SELECT {','.join(_COLS)} FROM jobs ORDER BY rowid"):
-            yield _row_to_record(row)
+    def records(self, page: int = 5000) -> Iterator[JobRecord]:
+        """Every record in rowid order, a page at a time (the lock is not held between pages)."""
+        last = -1
+        while True:
+            q = f"SELECT rowid, {','.join(_COLS)} FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?"
+            with self._errors():
+                rows = self._db.execute(q, (last, page)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _row_to_record(row[1:])
+            last = int(rows[-1][0])
 
     def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (rowid, vector), filled chunk by chunk into one preallocated array."""
@@ -236,9 +363,10 @@ class SqliteHistoryStore:
         dim = self.dim or 0
         last = -1
         while True:
-            rows = self._db.execute(
-                "SELECT rowid, embedding FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, size)
-            ).fetchall()
+            with self._errors():
+                rows = self._db.execute(
+                    "SELECT rowid, embedding FROM jobs WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, size)
+                ).fetchall()
             if not rows:
                 return
             keys = np.fromiter((r[0] for r in rows), dtype=np.uint64, count=len(rows))
@@ -282,28 +410,35 @@ class SqliteHistoryStore:
         return index
 
     def search(self, vector: np.ndarray, k: int) -> list[Neighbor]:
-        """The k nearest jobs by cosine similarity (exact for small stores, HNSW otherwise)."""
+        """The k nearest jobs by cosine similarity (exact for small stores, HNSW otherwise); ties
+        broken by job_id, so the answer does not depend on the order jobs were stored."""
         n = self.count()
         if n == 0 or k <= 0:
             return []
         q = _unit_query(vector)
-        with self._lock:
+        with self._errors():
             if n < self.exact_below:
                 if self._exact is None:
-                    self._exact = self._vectors()
-                keys, vecs = self._exact
+                    keys, vecs = self._vectors()
+                    ids = [
+                        str(r[0])
+                        for r in self._db.execute("SELECT job_id FROM jobs ORDER BY rowid").fetchall()
+                    ]
+                    self._exact = (keys, vecs, ids[: len(keys)])
+                keys, vecs, ids = self._exact
                 sims = vecs @ q
-                top = np.argsort(-sims)[:k]
-                pairs = [(int(keys[i]), float(sims[i])) for i in top]
+                pairs = [(int(keys[i]), float(sims[i])) for i in top_indices(sims, ids, k)]
             else:
                 index = self._ensure_index()
-                matches = index.search(q, min(k, n))
+                # a few more candidates than asked, so that ties at the k-th place are broken by job_id
+                matches = index.search(q, min(2 * k + 16, n))
                 pairs = [
                     (int(key), 1.0 - float(dist))
                     for key, dist in zip(matches.keys, matches.distances, strict=True)
                 ]
         recs = self._get_rows([p[0] for p in pairs])
-        return [Neighbor(recs[key], sim) for key, sim in pairs if key in recs and math.isfinite(sim)]
+        found = [Neighbor(recs[key], sim) for key, sim in pairs if key in recs and math.isfinite(sim)]
+        return ranked(found, k)
 
     def build_index(self) -> None:
         """Build (or load) the HNSW index now rather than at the first large search."""
