@@ -6,6 +6,7 @@ import json
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from schedmate.cli import app
@@ -64,11 +65,11 @@ def job(
             ("diagnosis", f"{d['category']} / {d['kind']} ({d['confidence']}): {d.get('root_cause') or ''}")
         )
     for k, v in rows:
-        t.add_row(f"[bold]{k}[/]", v)
+        t.add_row(f"[bold]{k}[/]", escape(str(v)))
     console.print(t)
     for e in rep["events"]:
-        console.print(f"  event {e['kind']}: {e['message']}", highlight=False)
+        console.print(escape(f"  event {e['kind']}: {e['message']}"), highlight=False)
     for a in rep["actions"]:
-        console.print(f"  action {a['kind']} [{a['status']}]: {a['reason']}", highlight=False)
+        console.print(escape(f"  action {a['kind']} [{a['status']}]: {a['reason']}"), highlight=False)
     if rep["scheduler_error"]:
-        console.print(f"[yellow]scheduler:[/] {rep['scheduler_error']}", highlight=False)
+        console.print(f"[yellow]scheduler:[/] {escape(rep['scheduler_error'])}", highlight=False)
