@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
 from typing import Literal
 
 import pytest
@@ -201,3 +206,81 @@ def test_unknown_llm_backend_lists_valid_names() -> None:
 def test_openai_backend_requires_base_url() -> None:
     with pytest.raises(ConfigError, match="llm.base_url"):
         OpenAIBackend(LLMSettings())
+
+
+# -- misbehaving servers (a real HTTP server of our own in a thread) -----------------------------
+class _Handler:
+    """Builds a BaseHTTPRequestHandler class that answers every POST with `body` (optionally
+    one byte at a time, `drip_s` apart)."""
+
+    @staticmethod
+    def make(body: bytes, content_type: str = "application/json", drip_s: float = 0.0) -> type:
+        from http.server import BaseHTTPRequestHandler
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    if drip_s:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(drip_s)
+                    else:
+                        self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return H
+
+
+@contextlib.contextmanager
+def _server(handler: type) -> Iterator[str]:
+    from http.server import ThreadingHTTPServer
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype"),
+    [
+        (b"<html>gateway says hi</html>", "text/html"),
+        (b"not json at all", "application/json"),
+        (b'{"unexpected": "shape"}', "application/json"),
+        (b'{"choices": "nope"}', "application/json"),
+    ],
+)
+def test_http_200_with_a_body_that_is_not_a_chat_reply_is_a_backend_error(body: bytes, ctype: str) -> None:
+    with _server(_Handler.make(body, ctype)) as url:
+        llm = OpenAIBackend(LLMSettings(base_url=url, timeout_s=5, max_retries=0))
+        with pytest.raises(BackendError) as err:
+            llm.complete_json(MESSAGES, Verdict)
+    assert url in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_server_that_drips_one_byte_a_second_is_cut_at_the_deadline() -> None:
+    reply = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}]
+    }
+    body = json.dumps(reply).encode()
+    with _server(_Handler.make(body, drip_s=0.2)) as url:  # each read is fast; the whole takes 20 s
+        llm = OpenAIBackend(LLMSettings(base_url=url, timeout_s=1.5, max_retries=0))
+        t0 = time.monotonic()
+        with pytest.raises(LLMTransportError, match="within 1.5 s"):
+            llm.complete_json(MESSAGES, Verdict)
+        assert time.monotonic() - t0 < 4

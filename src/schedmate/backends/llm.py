@@ -8,6 +8,7 @@ to rules instead of waiting on every line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -265,7 +266,41 @@ class OpenAIBackend(JSONReplyBackend):
                 self._client = make_openai_client(s.base_url, s.api_key, s.timeout_s, "LLM backend")
             return self._client
 
+    def _reset_client(self) -> None:
+        """Drop the client (and its connections): a reply cut at the deadline may still be in flight."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
     def _send(self, messages: list[Message], schema_model: type[BaseModel]) -> str:
+        """One request, bounded as a whole by `timeout_s` (the HTTP client's timeout bounds each
+        read, so a server that drips one byte a second would hold it forever): the request runs
+        in a worker thread that is abandoned, and its connection closed, at the deadline."""
+        s = self.settings
+        box: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                box["reply"] = self._request(messages, schema_model)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=call, name="schedmate-llm-call", daemon=True)
+        worker.start()
+        worker.join(s.timeout_s)
+        if worker.is_alive():
+            self._reset_client()
+            raise LLMTransportError(
+                f"{self.name}: no complete reply from {s.base_url} within {s.timeout_s:g} s"
+            )
+        if "error" in box:
+            raise box["error"]
+        reply: str = box["reply"]
+        return reply
+
+    def _request(self, messages: list[Message], schema_model: type[BaseModel]) -> str:
         import openai
 
         client = self._get_client()
@@ -296,9 +331,30 @@ class OpenAIBackend(JSONReplyBackend):
             raise BackendError(msg) from None
         except openai.OpenAIError as exc:
             raise BackendError(f"{self.name}: {_one_line(str(exc), 200)}") from None
-        if not resp.choices:
-            return ""
-        return resp.choices[0].message.content or ""
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # a body the client cannot parse
+            raise LLMTransportError(
+                f"{self.name}: {url} answered HTTP 200 with a body that is not a chat completion "
+                f"({type(exc).__name__})"
+            ) from None
+        return _content_of(resp, self.name, url)
+
+
+def _content_of(resp: Any, name: str, url: str) -> str:
+    """The first choice's text of a chat completion; anything else (an HTML page, a JSON object
+    of another shape: a proxy or a wrong URL answering 200) is a transport error naming the URL."""
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list):
+        raise LLMTransportError(
+            f"{name}: {url} answered HTTP 200 with a body that is not a chat completion "
+            f"({_one_line(str(resp), 80) if isinstance(resp, str) else type(resp).__name__})"
+        )
+    if not choices:
+        return ""
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise LLMTransportError(f"{name}: {url} answered a chat completion whose content is not text")
+    return content or ""
 
 
 class ScriptedLLMBackend(JSONReplyBackend):
