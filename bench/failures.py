@@ -6,7 +6,9 @@
 Targets: root-cause line exact (whitespace-stripped) >= 90%; infrastructure-vs-application
 F1 (infrastructure positive) >= 0.90 and accuracy >= 90% with no LLM (issue 11); a generated 1 GB log
 with the root cause at a random place located in <= 1 s with <= 64 classifier calls and
-<= 300 MB of memory.
+<= 300 MB of memory; the adversarial recovery suite (hostile logs replayed as several jobs
+of one user, executed against an in-memory cluster): 0 drains, 0 exclusions of nodes the
+scheduler did not place the job on.
 """
 
 from __future__ import annotations
@@ -84,6 +86,12 @@ def accuracy(data: Path, embedder: str) -> dict:
         "f1": f1,
         "rows": rows,
     }
+
+
+def adversarial() -> dict:
+    from schedmate.failure.adversarial import run_adversarial_suite
+
+    return run_adversarial_suite().as_dict()
 
 
 def _embedding_only(labels: list[dict], settings) -> float:  # type: ignore[no-untyped-def]
@@ -189,6 +197,7 @@ def main() -> int:
         print(f"data not found: {args.data}/labels.jsonl", file=sys.stderr)
         return 2
     acc = accuracy(args.data, args.embedder)
+    adv = adversarial()
     bigs = []
     if not args.skip_big:
         tmp = Path(tempfile.mkdtemp(prefix="schedmate-bench-"))
@@ -198,6 +207,7 @@ def main() -> int:
         "date": str(date.today()),
         "embedder": args.embedder,
         "accuracy": acc,
+        "adversarial": adv,
         "big": bigs,
     }
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -216,6 +226,16 @@ def main() -> int:
         rows.append(
             ("  (ablation) category by embedding only", f"{acc['embedding_only_accuracy']:.1%}", "", None)
         )
+    rows += [
+        ("adversarial suite: jobs / actions planned", f"{adv['jobs']} / {adv['actions_planned']}", "", None),
+        ("  drains", str(adv["drains"]), "0", adv["drains"] == 0),
+        (
+            "  exclusions of nodes not placed by the scheduler",
+            str(adv["wrong_exclusions"]),
+            "0",
+            adv["wrong_exclusions"] == 0,
+        ),
+    ]
     for b in bigs:
         if "error" in b:
             rows.append(("big log", b["error"], "", False))
