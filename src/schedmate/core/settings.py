@@ -170,6 +170,8 @@ class WatchSettings(_Section):
     min_failure_confidence: float = Field(0.7, ge=0, le=1, description="below this, annotate only")
     read_bytes: int = Field(1024 * 1024, ge=4096, description="new log bytes read per job per cycle")
     window_lines: int = Field(400, ge=20, description="recent log lines kept per running job")
+    track_lines: int = Field(12, ge=4, description="newest lines given to the tracker per job per cycle")
+    slowdown_factor: float = Field(1.3, gt=1.0, description="step time this many times the usual: slowdown")
     max_backoff_s: float = Field(300.0, ge=1, description="longest wait after Slurm or the store failed")
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port (0 = off)")
     metrics_host: str = "127.0.0.1"
