@@ -169,7 +169,7 @@ class WatchSettings(_Section):
     max_drained_share: float = Field(0.1, ge=0, le=1, description="of a partition's nodes drained at once")
     min_failure_confidence: float = Field(0.7, ge=0, le=1, description="below this, annotate only")
     read_bytes: int = Field(1024 * 1024, ge=4096, description="new log bytes read per job per cycle")
-    window_lines: int = Field(400, ge=20, description="recent log lines kept per running job")
+    window_lines: int = Field(64, ge=20, description="recent log lines kept per running job")
     track_lines: int = Field(12, ge=4, description="newest lines given to the tracker per job per cycle")
     slowdown_factor: float = Field(1.3, gt=1.0, description="step time this many times the usual: slowdown")
     max_backoff_s: float = Field(300.0, ge=1, description="longest wait after Slurm or the store failed")
