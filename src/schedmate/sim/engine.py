@@ -248,8 +248,9 @@ class Simulator:
                         progress(1000)
             elif kind == _FAIL:
                 self._infra_failure(vc, st, t, events)
-            elif kind == _KEY:
-                pass  # a running job's key changed (a demotion, a warm-up's end): re-rank
+            elif kind == _KEY:  # a running job's key changed (a demotion, a warm-up's end): re-rank
+                if not self._round_would_act(vc, t, policy):
+                    continue  # an exact shortcut: the round would change nothing
             elif not self._check_pair(vc, st, t, events):
                 continue  # the pair stays: nothing changed
             if interval > 0:
@@ -538,6 +539,29 @@ class Simulator:
                     yield i, self.jobs[i].alloc
 
         return nodes.evictions(st.gpus, allowed())
+
+    def _round_would_act(self, vc: VCState, now: float, policy: SchedulingPolicy) -> bool:
+        """Would a round change anything now? Exact for pool placement without packing (the
+        round's rules: start the best head, else evict for it, else backfill); otherwise
+        (and in batched or quota rounds) answers yes."""
+        if not vc.n_pending:
+            return False
+        if self.packing or vc.nodes is not None or self.interval > 0 or self.quota:
+            return True
+        head = self._best_head(vc, None)
+        assert head is not None
+        need = self.jobs[head[2]].gpus - vc.free
+        if need <= 0 or (policy.backfill and vc.free and self._best_head(vc, vc.free) is not None):
+            return True
+        if not policy.preemptive:
+            return False
+        key, jobs, floor = policy.key, self.jobs, head[0]
+        for i in vc.running:
+            if key(jobs[i], now) > floor:
+                need -= jobs[i].gpus
+                if need <= 0:
+                    return True
+        return False
 
     def _any_round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
         if self.quota:

@@ -195,9 +195,14 @@ class SemanticPolicy:
         return not host.no_pack and max(slowdowns) <= self.cancel_slowdown
 
     def next_change(self, job: JobState, now: float) -> float | None:
-        """The warm-up's end: the key switches from the prediction to the tracker's ETA."""
+        """The warm-up's end, when the key then jumps up (the tracker's ETA is longer than the
+        prediction left): only then can the job become a victim. A jump down needs no event."""
         left = self.warmup_s - _ran(job, now)
-        return now + left / job.rate + 1e-6 if left >= 0 else None
+        if left < 0:
+            return None
+        before = max(job.estimate - self.warmup_s, 0.0)
+        after = max(job.duration - self.warmup_s, 0.0) * (1.0 + self.eta_error * job.noise)
+        return now + left / job.rate + 1e-6 if after > before else None
 
 
 POLICIES: Registry[SchedulingPolicy] = Registry("policy")

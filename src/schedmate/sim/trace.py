@@ -17,15 +17,19 @@ default mid class 1.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from schedmate.core.errors import InputError
+from schedmate.inputs import MAX_TABLE_BYTES, open_regular
+
+MAX_LINE_BYTES = 1024 * 1024  # one trace row; a longer line is not a trace
 
 __all__ = ["TraceJob", "load_trace", "TRACE_FORMATS", "synthetic_trace", "DEFAULT_CLUSTERS"]
 
@@ -53,24 +57,49 @@ DEFAULT_CLUSTERS: dict[str, str] = {
 }
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """CSV rows with their 1-based line numbers; '#' comment lines are skipped."""
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Non-empty text lines with their 1-based numbers, read through the input-limits layer:
+    a regular file only (never blocks on a FIFO or a device), bounded lines, no binary."""
+    raw = open_regular(path, what="trace", max_bytes=MAX_TABLE_BYTES)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        no = 0
+        while True:
+            line = fh.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            no += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise InputError(f"{path}:{no}: line longer than {MAX_LINE_BYTES:,} characters: not a trace")
+            if "\x00" in line:
+                raise InputError(f"{path}:{no}: binary data (NUL byte): not a text trace")
+            if line.strip():
+                yield no, line
+
+
+def _split(path: Path, no: int, line: str) -> list[str]:
     try:
-        fh = path.open(newline="", encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read trace: {exc.strerror or exc}") from None
-    with fh:
-        lines = ((no, line) for no, line in enumerate(fh, 1) if line.strip() and not line.startswith("#"))
-        first = next(lines, None)
-        if first is None:
-            raise InputError(f"{path}: empty trace")
-        header = next(csv.reader([first[1]]))
-        header = [h.strip().lstrip("#").strip() for h in header]
-        for no, line in lines:
-            vals = next(csv.reader([line]))
-            if len(vals) != len(header):
-                raise InputError(f"{path}:{no}: expected {len(header)} columns, got {len(vals)}")
-            yield no, dict(zip(header, vals, strict=True))
+        return next(csv.reader([line]))
+    except (csv.Error, StopIteration) as exc:
+        raise InputError(f"{path}:{no}: malformed CSV: {exc}") from None
+
+
+def _rows(path: Path, *, hash_header: bool = False) -> Iterator[tuple[int, dict[str, str]]]:
+    """CSV rows with their 1-based line numbers; '#' comment lines are skipped (with
+    `hash_header`, the first line is the header even if it starts with '#', as RFold's)."""
+    lines = _lines(path)
+    header: list[str] | None = None
+    for no, line in lines:
+        if line.startswith("#") and not (hash_header and header is None):
+            continue
+        if header is None:
+            header = [h.strip().lstrip("#").strip() for h in _split(path, no, line)]
+            continue
+        vals = _split(path, no, line)
+        if len(vals) != len(header):
+            raise InputError(f"{path}:{no}: expected {len(header)} columns, got {len(vals)}")
+        yield no, dict(zip(header, vals, strict=True))
+    if header is None:
+        raise InputError(f"{path}: empty trace")
 
 
 def _num(path: Path, no: int, row: dict[str, str], key: str, *, allow_empty: bool = False) -> float:
@@ -91,8 +120,12 @@ def _num(path: Path, no: int, row: dict[str, str], key: str, *, allow_empty: boo
 
 def _philly(path: Path) -> Iterator[TraceJob]:
     for no, row in _rows(path):
-        try:
-            ts = datetime.strptime(row["timestamp"].strip(), "%Y-%m-%d %H:%M:%S").timestamp()
+        try:  # naive timestamps are UTC: never the machine's time zone (DST would move jobs)
+            ts = (
+                datetime.strptime(row["timestamp"].strip(), "%Y-%m-%d %H:%M:%S")
+                .replace(tzinfo=UTC)
+                .timestamp()
+            )
         except (KeyError, ValueError):
             raise InputError(
                 f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)"
@@ -150,7 +183,7 @@ def _share_from_fraction(gpus: int, milli: float) -> int:
 
 
 def _rfold(path: Path) -> Iterator[TraceJob]:
-    for no, row in _rows(path):
+    for no, row in _rows(path, hash_header=True):
         yield TraceJob(
             row.get("job id", str(no)).strip(),
             _num(path, no, row, "arrival time (sec)"),
@@ -161,18 +194,15 @@ def _rfold(path: Path) -> Iterator[TraceJob]:
 
 def _native(path: Path) -> Iterator[TraceJob]:
     if path.suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    raise InputError(f"{path}:{no}: not valid JSON") from None
-                if not isinstance(obj, dict):
-                    raise InputError(f"{path}:{no}: expected a JSON object")
-                row = {k: str(v) for k, v in obj.items()}
-                yield _native_row(path, no, row)
+        for no, line in _lines(path):
+            try:
+                obj = json.loads(line)
+            except (ValueError, RecursionError):
+                raise InputError(f"{path}:{no}: not valid JSON") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{path}:{no}: expected a JSON object")
+            row = {k: str(v) for k, v in obj.items()}
+            yield _native_row(path, no, row)
         return
     for no, row in _rows(path):
         yield _native_row(path, no, row)
@@ -214,9 +244,9 @@ def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[
         reader = TRACE_FORMATS[fmt]
     except KeyError:
         raise InputError(f"unknown trace format '{fmt}'; valid: {', '.join(TRACE_FORMATS)}") from None
-    if not p.is_file():
-        raise InputError(f"{p}: no such trace file")
-    jobs = sorted(reader(p), key=lambda j: j.submit_s)
+    if limit is not None and limit < 1:
+        raise InputError(f"limit must be >= 1, got {limit}")
+    jobs = sorted(reader(p), key=lambda j: j.submit_s)  # stable: equal submits keep the trace's order
     if not jobs:
         raise InputError(f"{p}: no jobs")
     if limit is not None:
