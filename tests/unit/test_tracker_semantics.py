@@ -147,3 +147,7 @@ def test_terse_keys() -> None:
 @pytest.mark.parametrize("key", ["kl_loss_coef", "loss_scale", "aux loss weight", "final_loss", "best-loss"])
 def test_loss_settings_and_summaries_are_not_losses(key: str) -> None:
     assert field_for_key(normalise_key(key)) is None
+
+
+def test_an_evaluation_key_holding_a_record_makes_an_evaluation_line() -> None:
+    assert parse_line('[run 7] (main.py:10) test_score: {"round": 2, "value": 0.7}').is_eval

@@ -70,6 +70,7 @@ class ProgressSample:
     remaining_s: float | None = None
     timestamp: float | None = None
     is_eval: bool = False
+    summary: bool = False  # an end-of-epoch / end-of-run report (final, best, done...)
 
     def has_metrics(self) -> bool:
         return (

@@ -58,8 +58,9 @@ class Lexicon:
     not_a_loss: frozenset[str]
     total_loss_modifiers: frozenset[str]
     eval_words: frozenset[str]
+    eval_headings: frozenset[str]
     summary_words: tuple[str, ...]
-    progress_verbs: frozenset[str]
+    train_words: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -71,8 +72,9 @@ def lexicon() -> Lexicon:
         not_a_loss=frozenset(raw["not_a_loss"]),
         total_loss_modifiers=frozenset(raw["total_loss_modifiers"]),
         eval_words=frozenset(raw["eval_words"]),
+        eval_headings=frozenset(raw["eval_headings"]),
         summary_words=tuple(raw["summary_words"]),
-        progress_verbs=frozenset(raw["progress_verbs"]),
+        train_words=frozenset(raw["train_words"]),
     )
 
 

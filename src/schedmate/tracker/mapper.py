@@ -113,7 +113,7 @@ class FieldMapper:
             )
         except BackendError:
             return None  # an outage: do not cache, retry on a later line
-        mapping = self._to_mapping(reply, example)  # type: ignore[arg-type]
+        mapping = self._to_mapping(reply, example)
         self.mappings[template] = mapping
         self._save()
         return mapping

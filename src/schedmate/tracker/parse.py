@@ -455,6 +455,7 @@ def parse_line(text: str) -> Candidates:
 
 
 _WORDS = re.compile(r"[^\W\d_]+")
+_KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
 
 
@@ -466,7 +467,10 @@ def _finish(c: Candidates, body: str) -> None:
     if any(w.lower() in lex.eval_words for w in _WORDS.findall(prefix)):
         c.is_eval = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
     v = c.values
-    if c.n_eval_keys and not c.n_other_keys and "loss" not in v and "step_time" not in v:
+    # evaluation keys whose value is a record: `eval_acc: {"epoch": 1, ...}` is an evaluation record
+    rec_eval = any(is_eval_key(normalise_key(k)) for k in _KEY_BEFORE_RECORD.findall(body))
+    only_eval = (c.n_eval_keys and not c.n_other_keys) or rec_eval
+    if only_eval and "loss" not in v and "step_time" not in v:
         c.is_eval = True  # only evaluation metrics besides the counter: `s:90 eval:0.3`
     many = c.n_metrics + c.n_other_keys >= 3
     sole = len(c.components) == 1 and ("step" in v or "epoch" in v or many)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
-from schedmate.tracker.fields import field_for_key, normalise_key
+from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
 from schedmate.tracker.parse import Candidates, parse_line, split_glued
 from schedmate.tracker.templates import mask_line
 
-__all__ = ["sample_from_line", "TableReader", "summarize", "EventDetector", "parse_timestamp"]
+__all__ = ["sample_from_line", "TableReader", "Sections", "summarize", "EventDetector", "parse_timestamp"]
 
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
 
@@ -68,6 +68,7 @@ def _sample(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
         remaining_s=g("remaining"),
         timestamp=parse_timestamp(text),
         is_eval=c.is_eval or c.is_summary,
+        summary=c.is_summary or (c.is_summary_line and not c.is_eval),
     )
     return s
 
@@ -133,6 +134,62 @@ class TableReader:
         return _sample(line_no, text, c)
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+_NOT_HEADING = re.compile(r"[=/\\_]|:\s*\w")
+
+
+class Sections:
+    """Evaluation sections announced by a line without metrics (`Evaluating...`,
+    `***** Eval results *****`, `testing in eval mode`), ended by one announcing training
+    (`continue training`) or by the training loop's own line moving past its last step.
+    Progress inside such a section is evaluation, even in the training loop's format."""
+
+    max_words = 8
+
+    def __init__(self) -> None:
+        self.in_eval = False
+        self.last_pos: dict[str, float | None] = {}  # training stream -> its latest step (or epoch)
+
+    def announce(self, line_no: int, text: str) -> ProgressSample | None:
+        """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
+        if len(text) > 160 or _NOT_HEADING.search(text):
+            return None  # settings, paths and `key: value` lines are not headings
+        low = text.lower()
+        words = _WORD.findall(low)
+        if not words or len(words) > self.max_words:
+            return None
+        lex = lexicon()
+        if any(w in lex.eval_headings for w in words[:3]) or any(
+            w in low for w in lex.eval_headings if not w.isascii()
+        ):
+            self.in_eval = True
+            return ProgressSample(line_no=line_no, text=text, is_eval=True)
+        if any(w in lex.train_words for w in words[:3]) or any(
+            w in low for w in lex.train_words if not w.isascii()
+        ):
+            self.in_eval = False
+        return None
+
+    def mark(self, s: ProgressSample) -> ProgressSample:
+        """The sample as training or evaluation, given the section it is in."""
+        if s.is_eval:
+            return s
+        key = _stream(s)
+        pos = s.step if s.step is not None else s.epoch
+        if self.in_eval:
+            last = self.last_pos.get(key)
+            fresh = key not in self.last_pos
+            if fresh:  # a new line format: training when it states training metrics or moves on
+                last = max((v for v in self.last_pos.values() if v is not None), default=None)
+            moved = pos is not None and last is not None and pos > last
+            if not (moved or (fresh and (s.loss is not None or s.step_time_s is not None))):
+                return replace(s, is_eval=True)
+            self.in_eval = False
+        if pos is not None or key not in self.last_pos:
+            self.last_pos[key] = pos
+        return s
+
+
 @dataclass(slots=True)
 class _Merged:
     anchor: ProgressSample | None = None
@@ -150,43 +207,42 @@ def summarize(
     batch_size: float | None = None,
     events: Iterable[TrackEvent] = (),
 ) -> TrackResult:
-    """Merge training samples (in log order) into the tracker's answer for one file."""
+    """Merge samples (in log order, evaluation ones included) into the answer for one file.
+
+    The answer describes the latest training record: the last training line with its
+    counter, merged with the lines of the same record (continuation lines printed after a
+    counter line, the metrics line printed beside a bar for the same step). Values of an
+    earlier record (another step, or before an evaluation block) are not carried over.
+    """
+    samples = _after_run_end(samples)
     train = [(s, bar) for s, bar in samples if not s.is_eval]
+    train = _drop_trailing_summaries(train)
     if not train:
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
     anchor, skipped = _choose_anchor(train)
     if skipped:
         train = [(s, bar) for s, bar in train if _stream(s) not in skipped]
+    record, anchor = _record(samples, train, anchor)
     step = anchor.step if anchor else None
 
     values: dict[str, object] = {}
-    # pass 1: non-bar samples at the anchor's step (or step-less ones after it)
-    for s, bar in reversed(train):
+    # pass 1: non-bar samples of the record at the anchor's step (bars print smoothed rates)
+    for s, bar in reversed(record):
         if bar or (s.step is not None and s.step != step):
             continue
-        for f in _FIELDS:
-            val = getattr(s, f)
-            if val is not None and f not in values:
-                values[f] = val
-        if s.loss_is_nan and "loss" not in values:
-            values["loss"] = float("nan")
-    # pass 2: latest stated value anywhere
-    for s, _ in reversed(train):
-        for f in _FIELDS:
-            val = getattr(s, f)
-            if val is not None and f not in values:
-                values[f] = val
-        if s.loss_is_nan and "loss" not in values:
-            values["loss"] = float("nan")
-        if len(values) == len(_FIELDS):
-            break
+        _take(values, s)
+    # pass 2: the rest of the record, newest first
+    for s, _ in reversed(record):
+        _take(values, s)
 
     total = anchor.total_steps if anchor else None
     if total is None and step is not None:
         total = next((s.total_steps for s, _ in reversed(train) if s.step == step and s.total_steps), None)
     if total is None and config_total and step is not None and step <= config_total:
         total = config_total
+    if total is None and step is None:
+        total = next((s.total_steps for s, _ in reversed(train) if s.total_steps), None)
 
     step_time = values.get("step_time_s")
     thr = values.get("throughput")
@@ -198,9 +254,6 @@ def summarize(
         and re.match(r"(samples?|examples?|sequences?|seqs?|images?|imgs?)\b", thr.unit, re.I)
     ):
         step_time = batch_size / thr.value
-    elapsed = values.get("elapsed_s")
-    if step_time is None and isinstance(elapsed, float) and step and anchor and anchor.elapsed_s is not None:
-        step_time = elapsed / step  # keyed elapsed time over global step: an average
 
     loss = values.get("loss")
     progress = eta = None
@@ -230,6 +283,116 @@ def summarize(
         eta_s=eta,
         events=tuple(events),
     )
+
+
+def _take(values: dict[str, object], s: ProgressSample) -> None:
+    for f in _FIELDS:
+        val = getattr(s, f)
+        if val is not None and f not in values:
+            values[f] = val
+    if s.loss_is_nan and "loss" not in values:
+        values["loss"] = float("nan")
+
+
+def _after_run_end(samples: Sequence[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """After an end-of-run report (`train_runtime`...), progress of a loop not seen before
+    it (a final evaluation or generation bar) is not training."""
+    out = list(samples)
+    end = next((i for i in range(len(out) - 1, -1, -1) if out[i][0].is_eval and out[i][0].summary), None)
+    if end is None:
+        return out
+    before = {(_stream(s), s.total_steps) for s, _ in out[:end] if not s.is_eval}
+    for i in range(end + 1, len(out)):
+        s, bar = out[i]
+        if not s.is_eval and s.step is not None and (_stream(s), s.total_steps) not in before:
+            out[i] = (replace(s, is_eval=True), bar)
+    return out
+
+
+def _drop_trailing_summaries(
+    train: list[tuple[ProgressSample, bool]],
+) -> list[tuple[ProgressSample, bool]]:
+    """End-of-epoch / end-of-run summaries are not taken over the last in-loop line that
+    already reached their counter (`Training complete at step 400` after `step=400 ...`)."""
+    end = len(train)
+    while end > 1 and train[end - 1][0].summary:
+        s = train[end - 1][0]
+        loop = [x for x, _ in train[: end - 1] if not x.summary]
+        if not loop:
+            break
+        if s.step is None:
+            reached = True
+        elif s.epoch is not None and s.step == s.epoch:  # an epoch summary: compare epochs
+            reached = any(x.epoch is not None and x.epoch >= s.epoch for x in loop[-50:])
+        else:
+            reached = any(x.step is not None and x.step >= s.step for x in loop[-50:])
+        if not reached:
+            break
+        end -= 1
+    return train[:end]
+
+
+_CONTINUATION = re.compile(r"^(?:\s|\|)")
+
+
+def _continues(head: tuple[ProgressSample, bool], tail: list[tuple[ProgressSample, bool]]) -> bool:
+    """Step-less lines continue a counter line's record: indented or table lines after a
+    metrics line, or one or two metrics lines right after a bar (a bar and its loss dict);
+    a longer burst after a bar is buffered output of earlier steps."""
+    if head[1]:
+        return len(tail) <= 2
+    return all(_CONTINUATION.match(s.text) for s, _ in tail)
+
+
+def _record(
+    samples: Sequence[tuple[ProgressSample, bool]],
+    train: list[tuple[ProgressSample, bool]],
+    anchor: ProgressSample | None,
+) -> tuple[list[tuple[ProgressSample, bool]], ProgressSample | None]:
+    """The samples of the latest training record, and its counter line (None: no counter).
+
+    A record is the latest counter line and what follows it; bars and step-less lines
+    before it at the same step belong to it (a bar and its metrics line), a non-bar line
+    with another step or an evaluation block in between ends it. When the latest lines
+    carry no counter, they belong to the previous counter line only if they continue it
+    (indented or table rows right after it); otherwise the record has no counter.
+    """
+    if not train:
+        return [], None
+    pos = {id(s): i for i, (s, _) in enumerate(samples)}
+    evals = [i for i, (s, _) in enumerate(samples) if s.is_eval and not s.summary]
+
+    def eval_between(a: ProgressSample, b: ProgressSample) -> bool:
+        ia, ib = pos.get(id(a), -1), pos.get(id(b), -1)
+        return any(ia < e < ib for e in evals)
+
+    last = train[-1][0]
+    if last.step is None:
+        head = len(train) - 1
+        while head >= 0 and train[head][0].step is None:
+            head -= 1
+        tail = train[head + 1 :]
+        if head >= 0 and _continues(train[head], tail):
+            return train[head:], train[head][0]
+        if head >= 0 and anchor is not None and len(tail) <= 2 and anchor is not train[head][0]:
+            # the counter line is the same moment as a richer bar just before it (+-1 step)
+            k = next((i for i, (s, _) in enumerate(train) if s is anchor), -1)
+            if k >= 0 and train[k][1] and _continues(train[k], tail):
+                return train[k:], anchor
+        # step-less lines of their own: fields from them only
+        return tail, None
+    if anchor is None:
+        return train[-1:], None
+    out: list[tuple[ProgressSample, bool]] = []
+    newer = None
+    for s, bar in reversed(train):
+        if newer is not None and eval_between(s, newer):
+            break
+        if s.step is not None and s.step != anchor.step and not bar:
+            break
+        out.append((s, bar))
+        newer = s
+    return out[::-1], anchor
 
 
 def _stream(s: ProgressSample) -> str:
@@ -272,6 +435,7 @@ def _choose_anchor(
         skipped = {
             k for k in scale if k != main and scale[k] < 0.1 * scale[main] and top[k] < 0.1 * main_step
         }
+    skipped -= {_stream(s) for s in stepped if s.epoch is not None and s.step == s.epoch}
     candidates = [s for s in stepped if _stream(s) not in skipped] or stepped
     anchor = candidates[-1]
     if anchor.total_steps is None:

@@ -15,7 +15,7 @@ from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse,
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
-from schedmate.tracker.state import EventDetector, TableReader, sample_from_line, summarize
+from schedmate.tracker.state import EventDetector, Sections, TableReader, sample_from_line, summarize
 from schedmate.tracker.templates import mask_line
 
 __all__ = ["MetricTracker", "TrackUpdate"]
@@ -160,13 +160,18 @@ class MetricTracker:
         samples: list[tuple[ProgressSample, bool]] = []
         batch_size: float | None = None
         config_total: int | None = None
+        sections = Sections()
         for i in range(first, len(lines)):
             text, kind = lines[i], kinds[i]
             no = first_line_no + i if first_line_no else 0
             got = self._line_samples(table, no, text, kind)
             for s, bar, bs in got:
-                samples.append((s, bar))
+                samples.append((sections.mark(s), bar))
                 batch_size = bs or batch_size
+            if not got and kind is not LineKind.PROGRESS:
+                marker = sections.announce(no, text)
+                if marker is not None:
+                    samples.append((marker, False))
             if not got and kind is LineKind.INFO:
                 config_total = _config_total_of(text) or config_total
         return samples, batch_size, config_total

@@ -1,0 +1,103 @@
+"""Which line is the training progress, and which lines form its record (variants written here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedmate.core.types import TrackResult
+from schedmate.tracker import MetricTracker
+
+
+def run(lines: list[str]) -> TrackResult:
+    return MetricTracker().track_lines(lines)
+
+
+def test_values_of_an_earlier_step_are_not_carried_over() -> None:
+    r = run(["upd:7 ~ pg_loss:0.3 ~ sec/step:12.5", "round 0, upd 8 starting"])
+    assert (r.step, r.step_time_s, r.loss) == (8, None, None)
+
+
+def test_indented_lines_after_a_counter_line_are_one_record() -> None:
+    r = run(["== iteration 300/900 ==", "   xent = 2.75", "   seconds_per_step = 0.5", "   grad = 1.0"])
+    assert (r.step, r.total_steps, r.loss, r.step_time_s) == (300, 900, 2.75, 0.5)
+
+
+def test_lines_without_counter_of_their_own_are_a_record_without_step() -> None:
+    r = run(["step 40 | loss 2.0 | time 0.1", "saving...", "Loss: 1.5", "Loss: 1.4", "Loss: 1.3"])
+    assert (r.step, r.loss, r.step_time_s) == (None, 1.3, None)
+
+
+def test_a_loss_dict_right_after_a_bar_belongs_to_it() -> None:
+    r = run([" 30%|###   | 30/100 [00:30<01:10,  1.00s/it]", "{'loss': 0.9, 'epoch': 0.3}"])
+    assert (r.step, r.loss, r.step_time_s) == (30, 0.9, 1.0)
+
+
+def test_a_burst_of_buffered_loss_dicts_after_a_bar_has_no_step() -> None:
+    bar = [" 99%|######### | 99/100 [01:39<00:01,  1.00s/it]"]
+    dicts = [f"{{'loss': {1 - i / 10:.1f}, 'epoch': {0.5 + i / 10:.1f}}}" for i in range(5)]
+    r = run(bar + dicts)
+    assert (r.step, r.loss) == (None, pytest.approx(0.6))
+
+
+def test_an_evaluation_block_ends_the_record() -> None:
+    head = ["Epoch 4/9", "  >> ITER 40/40", "   | loss_a: 1.0", "EVAL:", "   | eval_loss: 3.0"]
+    r = run(
+        [
+            *head,
+            "Epoch 5/9",
+            "  >> ITER 12/40",
+            "   | loss_a: 1.0",
+            "   | step_time: 0.7",
+            *head[3:],
+            "Epoch 6/9",
+        ]
+    )
+    assert (r.step, r.total_steps, r.step_time_s) == (6, 9, None)
+
+
+def test_a_final_summary_does_not_replace_the_last_in_loop_line() -> None:
+    r = run(["it 500 | loss 0.21 | dt 0.3s", "Finished at it 500, best validation loss 0.3"])
+    assert (r.step, r.loss, r.step_time_s) == (500, 0.21, pytest.approx(0.3))
+    r = run(["round 3: epoch 3 finished, loss 0.5", "round 4: epoch 4 finished, loss 0.4"])
+    assert r.step == 4  # nothing in the loop reached it: the summary is the progress
+
+
+def test_an_end_of_epoch_line_after_the_loop_of_a_later_epoch_counts() -> None:
+    r = run(["epoch 2 | iter 50/60 | loss 1.0", "epoch 3 done | avg loss 0.9"])
+    assert r.step == 3
+
+
+def test_progress_of_a_new_loop_after_the_run_report_is_not_training() -> None:
+    r = run(
+        [
+            " 50%|#####     | 50/100 [00:50<00:50,  1.00s/it]",
+            "{'loss': 0.5, 'epoch': 1.0}",
+            "{'train_runtime': 100.0, 'train_loss': 0.6, 'epoch': 1.0}",
+            " 100%|##########| 20/20 [00:05<00:00,  4.00it/s]",
+        ]
+    )
+    assert (r.step, r.total_steps, r.loss) == (50, 100, 0.5)
+
+
+def test_cumulative_elapsed_time_is_not_a_step_time() -> None:
+    assert run(["step=900 loss=0.3 elapsed=1800s"]).step_time_s is None
+
+
+def test_evaluation_sections_in_the_training_format() -> None:
+    lines = []
+    for ep in range(1, 4):
+        lines += [f"ep {ep}: loss 0.{9 - ep}", "-- running the test split --", f"ep {ep}: loss 0.{8 - ep}5"]
+        lines += ["back to training"]
+    r = run(lines)
+    assert (r.step, r.loss) == (3, pytest.approx(0.6))
+
+
+def test_the_training_loop_moving_on_ends_an_evaluation_section() -> None:
+    lines = ["Epoch 1", "  batch loss 0.9", "Evaluating...", "Epoch 2", "  batch loss 0.8"]
+    r = run(lines)
+    assert (r.step, r.loss) == (2, pytest.approx(0.8))
+
+
+def test_an_evaluation_only_run_has_no_training_progress() -> None:
+    r = run(["開始批次測試...", "Epoch 0001 : ckpt/1.bin", "  Dice = 0.61", "Epoch 0002 : ckpt/2.bin"])
+    assert not r.has_progress
