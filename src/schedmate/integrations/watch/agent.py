@@ -354,34 +354,39 @@ class Watcher:
             return
         rec = self.store.job(job.job_id) or {}
         if new:
-            result = self.caps.track(list(jl.lines), job.stdout_path)
-            base = jl.line_base
+            # the newest lines only: the tracker's cost is per line, and progress, step time and
+            # ETA need only the latest samples; the total and the usual speed are kept across cycles
+            lines = list(jl.lines)[-self.s.track_lines :]
+            result = self.caps.track(lines, job.stdout_path)
+            base = jl.total_lines - len(lines)
             for ev in result.events:
-                if jl.first_time(ev.kind, base + ev.line_no):
+                if ev.kind not in ("slowdown", "recovered") and jl.first_time(ev.kind, base + ev.line_no):
                     self._event(job, ev.kind, ev.message)
-            slowdown = bool(rec.get("slowdown"))
-            kinds = [e.kind for e in result.events]
-            if kinds:
-                slowdown = kinds[-1] == "slowdown" or (slowdown and kinds[-1] != "recovered")
+            progress, eta = result.progress, result.eta_s
+            total = result.total_steps or rec.get("total_steps")
+            if result.total_steps is None and total and result.step is not None and result.step <= total:
+                progress = result.step / total
+                eta = (total - result.step) * result.step_time_s if result.step_time_s else None
+            slowdown = self._slowdown(job, jl, result.step_time_s, bool(rec.get("slowdown")))
             if jl.stalled:
                 jl.stalled = False
                 self._event(job, "recovered", "the log is growing again")
-            self.store.put_job(
-                job.job_id,
-                user=job.user,
-                partition=job.partition,
-                state=job.state.value,
-                name=job.name,
-                start_time=job.start_time,
-                progress=result.progress,
-                eta_s=result.eta_s,
-                step_time_s=result.step_time_s,
-                step=result.step,
-                total_steps=result.total_steps,
-                slowdown=int(slowdown),
-                stalled=0,
-            )
-            rec = self.store.job(job.job_id) or {}
+            fields: dict[str, Any] = {
+                "user": job.user,
+                "partition": job.partition,
+                "state": job.state.value,
+                "name": job.name,
+                "start_time": job.start_time,
+                "progress": progress,
+                "eta_s": eta,
+                "step_time_s": result.step_time_s,
+                "step": result.step,
+                "total_steps": total,
+                "slowdown": int(slowdown),
+                "stalled": 0,
+            }
+            self.store.put_job(job.job_id, **fields)
+            rec.update(fields)
         else:
             step = rec.get("step_time_s")
             quiet_for = now - (jl.last_growth or job.start_time or now)
@@ -402,6 +407,27 @@ class Watcher:
             )
         if self._allowed(job) and rec.get("progress") is not None:
             self._annotate(job, join_notes(self._progress_notes(rec)))
+
+    def _slowdown(self, job: JobView, jl: JobLog, step_s: float | None, was: bool) -> bool:
+        """Slowdown / recovered across cycles: this cycle's step time against the job's usual one."""
+        if step_s is None or step_s <= 0:
+            return was
+        if jl.baseline is None:
+            jl.baseline = step_s
+            return was
+        ratio = step_s / jl.baseline
+        factor = self.s.slowdown_factor
+        if not was and ratio >= factor:
+            self._event(
+                job, "slowdown", f"step time {step_s:.3g} s, {ratio:.1f}x the usual {jl.baseline:.3g} s"
+            )
+            return True
+        if was and ratio < 1 + (factor - 1) / 2:
+            self._event(job, "recovered", f"step time {step_s:.3g} s, back to the usual {jl.baseline:.3g} s")
+            return False
+        if not was:
+            jl.baseline = 0.8 * jl.baseline + 0.2 * step_s
+        return was
 
     @staticmethod
     def _progress_notes(rec: dict[str, Any]) -> list[str]:

@@ -35,7 +35,7 @@ def owner_uid(user: str | None) -> int | None:
 @dataclass
 class JobLog:
     path: str
-    window: int = 400
+    window: int = 64
     offset: int = 0
     inode: int | None = None
     line_base: int = 0  # lines that fell out of the window (or were skipped)
@@ -44,6 +44,7 @@ class JobLog:
     last_growth: float | None = None
     seen: set[tuple[str, int]] = field(default_factory=set)
     stalled: bool = False
+    baseline: float | None = None  # the job's usual step time (seconds), learned across cycles
 
     def __post_init__(self) -> None:
         self.lines = deque(maxlen=self.window)

@@ -89,6 +89,9 @@ class WatchStore:
             self._db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
+            # durable against a killed process (what restarts must survive); the action ledger
+            # below asks for a full sync on its own writes
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise BackendError(f"watch store {self.path}: {_one_line(exc)}") from None
@@ -168,6 +171,7 @@ class WatchStore:
             }
         )
         now = time.time()
+        self._q("PRAGMA synchronous=FULL")
         finished = now if status in (ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.SKIPPED) else None
         with self._tx() as db:
             db.execute(
@@ -187,6 +191,7 @@ class WatchStore:
                     error,
                 ),
             )
+        self._q("PRAGMA synchronous=NORMAL")
 
     def actions(self, job_id: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM actions WHERE 1=1", []
