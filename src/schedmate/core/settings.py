@@ -177,6 +177,14 @@ class WatchSettings(_Section):
     metrics_host: str = "127.0.0.1"
 
 
+class SimSettings(_Section):
+    """Simulator: the modelling choices (a preset and overrides, docs/sim.md)."""
+
+    semantics: str = Field(
+        "default", description="policy semantics: default | lucid | legacy, then name=value overrides"
+    )
+
+
 class Settings(_Section):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     advisor: AdvisorSettings = Field(default_factory=AdvisorSettings)
@@ -185,6 +193,7 @@ class Settings(_Section):
     failure: FailureSettings = Field(default_factory=FailureSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
+    sim: SimSettings = Field(default_factory=SimSettings)
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "schedmate"))
 
 
