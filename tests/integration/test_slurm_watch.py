@@ -468,3 +468,20 @@ def test_g_timeout_requeued_with_larger_limit(
     s2 = settings(conf, tmp_path / "cache", part, max_time_limit_s=150, timeout_factor=1.1)
     rep2, _, _ = cycle(s2)
     assert mine(rep2, job_id) == []  # still pending/running: nothing to do yet
+
+
+# -- schedmate slurm import-history: completed jobs from sacct into the Advisor's history ------------
+def test_import_history_from_sacct(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    from schedmate.sdk import build_advisor
+    from schedmate.sdk.slurm import import_history
+
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, "sleep 2\necho done\n")
+    wait_state(slurm, job_id, JobState.COMPLETED)
+    s = settings(conf, tmp_path / "cache", part)
+    rows = {r.job.job_id: r for r in slurm.history(since=time.time() - 3600)}
+    assert job_id in rows and rows[job_id].elapsed_s is not None and rows[job_id].elapsed_s >= 2
+    rep = import_history(s, days=1)
+    assert rep["schema_version"] >= 1 and rep["imported"] >= 1 and rep["seen"] >= rep["imported"]
+    stored = build_advisor(s).store.get(job_id)
+    assert stored is not None and stored.duration_s == rows[job_id].elapsed_s
