@@ -12,7 +12,7 @@ from rich.table import Table
 
 from schedmate.cli import app
 from schedmate.cli.common import console, friendly_errors
-from schedmate.cli.simulate import DEFAULT_ESTIMATORS
+from schedmate.sdk.sim import DEFAULT_ESTIMATORS
 from schedmate.core.errors import InputError
 from schedmate.sim import (
     TRACE_FORMATS,

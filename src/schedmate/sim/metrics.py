@@ -32,6 +32,9 @@ class Metrics:
         0.0  # node placement: GPU-hours free while the best pending job fit by count, on no node
     )
     stranded_frac: float = 0.0  # the same as a share of the cluster's GPU-time (capacity x makespan)
+    p999_jct_s: float = float("nan")
+    p50_queue_s: float = float("nan")
+    p999_queue_s: float = float("nan")
 
     def to_json_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
@@ -59,6 +62,9 @@ def _stats(policy: str, jobs: list[JobState], capacity: int, busy_gpu_s: float, 
         util,
         unsched,
         int(sum(j.preemptions for j in jobs)),
+        p999_jct_s=float(np.percentile(jct, 99.9)),
+        p50_queue_s=float(np.percentile(queue, 50)),
+        p999_queue_s=float(np.percentile(queue, 99.9)),
     )
 
 

@@ -9,16 +9,35 @@ against what the full simulation later did (`evaluate_wait_prediction`).
 
 from __future__ import annotations
 
+import bisect
+import math
+import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
+from schedmate.core.cluster import ClusterSnapshot, JobView
+from schedmate.core.cluster import JobState as ViewState
+from schedmate.core.errors import InputError
 from schedmate.sim.engine import SimResult, Simulator
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.trace import TraceJob
 
-__all__ = ["Snapshot", "snapshot_at", "predict_starts", "evaluate_wait_prediction"]
+if TYPE_CHECKING:
+    from schedmate.sdk.sim import StartPrediction
+
+__all__ = [
+    "ArrivalModel",
+    "DurationModel",
+    "Snapshot",
+    "evaluate_wait_prediction",
+    "predict_from_snapshot",
+    "predict_starts",
+    "snapshot_at",
+    "snapshot_from_trace",
+]
 
 
 @dataclass(frozen=True)
@@ -124,3 +143,299 @@ def evaluate_wait_prediction(
         "mean_abs_error_s": statistics.fmean(errors),
         "median_remaining_wait_s": statistics.median(waits),
     }
+
+
+# -- start-time prediction from a ClusterSnapshot, with an arrival model ------------------------
+
+_WEEK_H = 168
+
+
+def _key_levels(user: str, vc: str, gpus: int) -> tuple[tuple[str, ...], ...]:
+    return ((user, vc, str(gpus)), (user, vc), (vc, str(gpus)), (vc,), ())
+
+
+class DurationModel:
+    """What the cluster knows about durations: the finished jobs of the recent history, by
+    (user, partition, GPUs), then coarser keys. A pending job's duration is drawn from the
+    most specific key's durations; a running job's remaining time from the durations of
+    those similar jobs that ran longer than it has so far (else: as long again)."""
+
+    def __init__(self, history: Sequence[tuple[str, str, int, float]]) -> None:
+        self.by_key: dict[tuple[str, ...], list[float]] = {}
+        for user, vc, gpus, dur in history:
+            for k in _key_levels(user, vc, gpus):
+                self.by_key.setdefault(k, []).append(dur)
+        for v in self.by_key.values():
+            v.sort()
+
+    def sample(
+        self,
+        user: str,
+        vc: str,
+        gpus: int,
+        rng: random.Random,
+        elapsed: float = 0.0,
+        shared: dict[tuple[str, ...], float] | None = None,
+    ) -> float:
+        """A duration (minus `elapsed`). With `shared`, the jobs of one key draw the same
+        quantile in one sampled future: a user's jobs of one kind are alike (a batch of 100
+        identical runs is not 100 independent draws), so their errors add up instead of
+        averaging out, which is what widens [p10, p90] to the real uncertainty."""
+        for k in _key_levels(user, vc, gpus):
+            durs = self.by_key.get(k)
+            if not durs:
+                continue
+            lo = bisect.bisect_right(durs, elapsed)
+            if lo < len(durs):
+                if shared is None:
+                    u = rng.random()
+                else:
+                    u = shared.get(k, -1.0)
+                    if u < 0:
+                        u = shared[k] = rng.random()
+                return max(durs[lo + int(u * (len(durs) - lo))] - elapsed, 1.0)
+        return max(elapsed, 3600.0)  # nothing that long seen: as long again (Lindy), else an hour
+
+
+class ArrivalModel:
+    """Arrivals learned from the recent history: per partition, a rate per hour of the week
+    (the counts of the window / the weeks it covers, blended half and half with the
+    partition's mean rate so that one busy hour is not taken as the rule), and jobs (user,
+    GPUs, duration) drawn from that partition's recent jobs."""
+
+    def __init__(
+        self, history: Sequence[tuple[float, str, str, int, float]], start: float, end: float
+    ) -> None:
+        span_h = max((end - start) / 3600.0, 1.0)
+        weeks = span_h / _WEEK_H
+        self.rate: dict[str, list[float]] = {}
+        self.jobs: dict[str, list[tuple[str, int, float]]] = {}
+        counts: dict[str, list[int]] = {}
+        for submit, user, vc, gpus, dur in history:
+            if not start <= submit < end:
+                continue
+            counts.setdefault(vc, [0] * _WEEK_H)[int(submit // 3600) % _WEEK_H] += 1
+            self.jobs.setdefault(vc, []).append((user, gpus, dur))
+        for vc, c in counts.items():
+            mean = sum(c) / span_h
+            per_hour = [n / max(weeks, 1.0) for n in c]
+            self.rate[vc] = [0.5 * mean + 0.5 * r for r in per_hour]
+
+    def sample(self, t0: float, horizon_s: float, rng: random.Random) -> list[TraceJob]:
+        out: list[TraceJob] = []
+        h0 = int(t0 // 3600)
+        h1 = int((t0 + horizon_s) // 3600) + 1
+        for vc, rates in self.rate.items():
+            pool = self.jobs[vc]
+            for h in range(h0, h1):
+                lam = rates[h % _WEEK_H]
+                if lam <= 0:
+                    continue
+                n = _poisson(lam, rng)
+                for _ in range(n):
+                    at = h * 3600.0 + rng.random() * 3600.0
+                    if not t0 < at <= t0 + horizon_s:
+                        continue
+                    user, gpus, dur = pool[int(rng.random() * len(pool))]
+                    out.append(TraceJob(f"_arrival{len(out)}", at, dur, gpus, vc, user))
+        out.sort(key=lambda j: j.submit_s)
+        return out
+
+
+def _poisson(lam: float, rng: random.Random) -> int:
+    if lam > 30:  # normal approximation: fast and close enough for a count of arrivals
+        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
+    limit, k, p = math.exp(-lam), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+def snapshot_from_trace(
+    jobs: Sequence[TraceJob], truth: SimResult, t: float
+) -> tuple[ClusterSnapshot, list[tuple[str, str, int, float]], list[tuple[float, str, str, int, float]]]:
+    """The state at time `t` of a replay as a `ClusterSnapshot` (what a live cluster shows:
+    no durations of pending or running jobs), plus what the cluster knew then: the jobs
+    finished before `t` (user, VC, GPUs, duration) and every job submitted before `t`
+    (submit, user, VC, GPUs, duration when finished, else -1)."""
+    views: list[JobView] = []
+    finished: list[tuple[str, str, int, float]] = []
+    submitted: list[tuple[float, str, str, int, float]] = []
+    for tj, st in zip(jobs, truth.jobs, strict=False):
+        if tj.submit_s > t:
+            continue
+        done = 0 <= st.end <= t
+        submitted.append((tj.submit_s, tj.user, tj.vc, tj.gpus, tj.duration_s if done else -1.0))
+        if done:
+            finished.append((tj.user, tj.vc, tj.gpus, tj.duration_s))
+        elif 0 <= st.first_start <= t:
+            views.append(
+                JobView(
+                    tj.job_id,
+                    user=tj.user,
+                    state=ViewState.RUNNING,
+                    partition=tj.vc,
+                    gpus=tj.gpus,
+                    submit_time=tj.submit_s,
+                    start_time=st.first_start,
+                )
+            )
+        elif st.first_start > t or st.first_start < 0:
+            views.append(
+                JobView(
+                    tj.job_id,
+                    user=tj.user,
+                    state=ViewState.PENDING,
+                    partition=tj.vc,
+                    gpus=tj.gpus,
+                    submit_time=tj.submit_s,
+                )
+            )
+    return ClusterSnapshot(t, tuple(views)), finished, submitted
+
+
+def _history_rows(
+    history: Sequence[object],
+) -> tuple[list[tuple[str, str, int, float]], list[tuple[float, str, str, int, float]]]:
+    """Finished jobs and arrivals from TraceJobs, JobViews or (submit, user, vc, gpus, dur) rows."""
+    finished: list[tuple[str, str, int, float]] = []
+    arrivals: list[tuple[float, str, str, int, float]] = []
+    for h in history:
+        if isinstance(h, TraceJob):
+            row = (h.submit_s, h.user, h.vc, h.gpus, h.duration_s)
+        elif isinstance(h, JobView):
+            dur = (
+                h.end_time - h.start_time
+                if h.end_time is not None and h.start_time is not None and h.state.ended
+                else -1.0
+            )
+            row = (h.submit_time or 0.0, h.user or "", h.partition or "default", max(h.gpus, 1), dur)
+        elif isinstance(h, tuple) and len(h) == 5:
+            row = (float(h[0]), str(h[1]), str(h[2]), int(h[3]), float(h[4]))
+        else:
+            raise InputError(
+                f"history: expected TraceJob, JobView or (submit, user, vc, gpus, duration), got {h!r}"
+            )
+        arrivals.append(row)
+        if row[4] > 0:
+            finished.append((row[1], row[2], row[3], row[4]))
+    return finished, arrivals
+
+
+def predict_from_snapshot(
+    snapshot: ClusterSnapshot,
+    *,
+    policy: str = "fifo",
+    cluster: Mapping[str, int] | None = None,
+    history: Sequence[object] = (),
+    samples: int = 8,
+    arrivals: bool = True,
+    horizon_s: float = 7 * 86400.0,
+    history_window_s: float = 14 * 86400.0,
+    semantics: str = "default",
+    seed: int = 0,
+    correlated: bool = True,
+) -> list[StartPrediction]:
+    """The SDK's `predict_starts` (sdk/sim.py documents it)."""
+    from schedmate.sdk.sim import StartPrediction as Pred
+    from schedmate.sim.policies import make_policy
+    from schedmate.sim.semantics import parse_semantics
+
+    if samples < 1 or samples > 1000:
+        raise InputError(f"samples must be 1..1000, got {samples}")
+    for name, v in (("horizon_s", horizon_s), ("history_window_s", history_window_s)):
+        if not math.isfinite(v) or v < 0:
+            raise InputError(f"{name} must be a finite number >= 0, got {v}")
+    t = snapshot.time
+    sem = parse_semantics(semantics)
+    cl = dict(cluster) if cluster else _cluster_of(snapshot)
+    finished, arrived = _history_rows(history)
+    recent = [r for r in arrived if t - history_window_s <= r[0] < t and r[4] > 0]
+    durations = DurationModel(finished)
+    arrival_model = ArrivalModel(recent, t - history_window_s, t) if arrivals and recent else None
+    pending = [j for j in snapshot.pending]
+    running = [j for j in snapshot.running]
+    starts: dict[str, list[float]] = {j.job_id: [] for j in pending}
+    for k in range(samples):
+        rng = random.Random(seed * 1_000_003 + k)
+        shared: dict[tuple[str, ...], float] | None = {} if correlated else None
+        pend: list[TraceJob] = []
+        for j in pending:
+            vc = j.partition or "default"
+            dur = (
+                j.estimate_s
+                if j.estimate_s
+                else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, shared=shared)
+            )
+            pend.append(
+                TraceJob(
+                    j.job_id,
+                    j.submit_time if j.submit_time is not None else t,
+                    dur,
+                    max(j.gpus, 1),
+                    vc,
+                    j.user or "",
+                )
+            )
+        run: list[tuple[TraceJob, float]] = []
+        for j in running:
+            vc = j.partition or "default"
+            elapsed = t - j.start_time if j.start_time is not None else 0.0
+            left = (
+                j.eta_s
+                if j.eta_s is not None
+                else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, elapsed, shared=shared)
+            )
+            run.append(
+                (
+                    TraceJob(j.job_id, j.submit_time or t, elapsed + left, max(j.gpus, 1), vc, j.user or ""),
+                    left,
+                )
+            )
+        future = arrival_model.sample(t, horizon_s, rng) if arrival_model is not None else []
+        if not pend:
+            break
+        sim = Simulator(
+            pend + future,
+            cl,
+            make_policy(policy, sem),
+            OracleEstimator(),  # inside a prediction the drawn durations are taken as given
+            start_at=t,
+            running=run,
+            semantics=sem,
+        )
+        res = sim.run()
+        for st in res.jobs[: len(pend)]:
+            if st.first_start >= 0:
+                starts[st.job_id].append(st.first_start)
+    out = []
+    for j in pending:
+        s = sorted(starts[j.job_id])
+        p10: float | None
+        p50: float | None
+        p90: float | None
+        if s:
+            p10, p50, p90 = (_quantile(s, q) for q in (0.1, 0.5, 0.9))
+        else:
+            p10 = p50 = p90 = None
+        out.append(Pred(j.job_id, max(j.gpus, 1), j.partition or "default", p10, p50, p90, samples, len(s)))
+    return out
+
+
+def _quantile(s: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _cluster_of(snapshot: ClusterSnapshot) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in snapshot.nodes:
+        part = n.partitions[0] if n.partitions else "default"
+        out[part] = out.get(part, 0) + n.gpus
+    if not out or not sum(out.values()):
+        raise InputError("the snapshot has no nodes with GPUs: give the cluster (partition -> GPUs)")
+    return out

@@ -1,0 +1,276 @@
+"""Simulation and start-time prediction, the SDK's face of `schedmate.sim`.
+
+`simulate(...)` replays a trace under policies; `predict_starts(snapshot, ...)` answers "when
+will each pending job start?" from any `ClusterSnapshot` (a trace cut, the in-memory fake or a
+live Slurm queue): the same code for both. Both return frozen dataclasses; the CLI, `watch`
+and the REST service call these, never the engine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schedmate.core.cluster import ClusterSnapshot
+from schedmate.core.errors import InputError
+
+if TYPE_CHECKING:
+    from schedmate.sim.metrics import Metrics
+
+__all__ = [
+    "DEFAULT_ESTIMATORS",
+    "JobRecord",
+    "PolicyRun",
+    "SimulationReport",
+    "StartPrediction",
+    "predict_starts",
+    "simulate",
+]
+
+# the estimator each policy uses unless told otherwise (what it would have in practice)
+DEFAULT_ESTIMATORS = {
+    "fifo": "oracle",
+    "sjf": "history",
+    "srtf": "oracle",
+    "tiresias": "oracle",
+    "qssf": "history",
+    "semantic": "noisy",
+    "lucid": "history",
+    "semantic-pack": "noisy",
+}
+
+
+def default_estimator(policy: str, semantics: str = "default") -> str:
+    """Lucid's SJF keys on the true duration: under `--semantics lucid` it is an oracle."""
+    if policy == "sjf" and semantics.split(",")[0].strip() == "lucid":
+        return "oracle"
+    return DEFAULT_ESTIMATORS.get(policy, "oracle")
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job of a simulation (`--per-job`): times in seconds from the trace start."""
+
+    job_id: str
+    vc: str
+    gpus: int
+    submit_s: float
+    first_start_s: float | None
+    end_s: float | None
+    queue_s: float | None
+    jct_s: float | None
+    preemptions: int
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    policy: str
+    estimator: str
+    metrics: Metrics
+    per_vc: dict[str, Metrics]
+    vc_capacity: dict[str, int]
+    placement: str
+    packing: bool
+    sim_s: float
+    jobs: tuple[JobRecord, ...] = ()  # with per_job=True
+    result: object | None = None  # the engine's SimResult, with keep_result=True (plots)
+
+
+@dataclass(frozen=True)
+class SimulationReport:
+    trace: str
+    n_jobs: int
+    cluster: dict[str, int]
+    nodes_from_trace: bool
+    semantics: str
+    runs: tuple[PolicyRun, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.cluster.values())
+
+
+def _finite(x: float) -> bool:
+    return isinstance(x, float | int) and math.isfinite(x)
+
+
+def simulate(
+    trace: str | Path,
+    fmt: str = "native",
+    policies: Sequence[str] = ("fifo", "sjf", "srtf", "tiresias", "qssf", "semantic"),
+    *,
+    cluster: str | dict[str, int] | None = None,
+    estimator: str | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    failures: str | None = None,
+    interference: str | Path | None = None,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
+    semantics: str = "default",
+    per_job: bool = False,
+    keep_result: bool = False,
+    timeline: bool = False,
+    on_start: Callable[[str, int], Callable[[int], None] | None] | None = None,
+) -> SimulationReport:
+    """Replay `trace` under each policy. `semantics` is a preset (`default`, `lucid`) with
+    optional `name=value` overrides (sim/semantics.py); with `lucid`, placement is on nodes
+    with Lucid's rules unless `placement` says otherwise explicitly. `on_start(policy, n_jobs)`
+    may return a progress callback (jobs finished)."""
+    from schedmate.sim import (
+        FailureModel,
+        InterferenceModel,
+        Simulator,
+        default_cluster,
+        default_nodes,
+        load_trace,
+        make_estimator,
+        make_policy,
+        parse_cluster,
+        parse_semantics,
+        summarize_sim,
+    )
+    from schedmate.sim.placement import check_placement
+
+    placement = check_placement(placement)
+    if gpus_per_node < 1:
+        raise InputError(f"--gpus-per-node must be >= 1, got {gpus_per_node}")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be >= 1, got {limit}")
+    sem = parse_semantics(semantics)
+    names = [p.strip().lower() for p in policies if p.strip()]
+    if not names:
+        raise InputError("--policy: give at least one policy")
+    pols = [make_policy(n, sem) for n in names]  # unknown names fail before the trace is read
+    fm = FailureModel.parse(failures) if failures is not None else None
+    im = InterferenceModel.fit(Path(interference)) if interference is not None else None
+    path = Path(trace)
+    jobs = load_trace(path, fmt, limit=limit)
+    if isinstance(cluster, dict):
+        cl = dict(cluster)
+    elif cluster:
+        cl = parse_cluster(cluster, gpus_per_node)
+    else:
+        cl = default_cluster(fmt, path, jobs, gpus_per_node)
+    nodes = default_nodes(fmt, path) if not cluster and placement == "node" else {}
+    runs = []
+    warnings: list[str] = []
+    for name, pol in zip(names, pols, strict=True):
+        est = make_estimator(estimator or default_estimator(name, semantics), seed=seed)
+        progress = on_start(name, len(jobs)) if on_start is not None else None
+        t0 = time.perf_counter()
+        res = Simulator(
+            jobs,
+            cl,
+            pol,
+            est,
+            seed=seed,
+            timeline_every=max(1, len(jobs) // 500) if timeline else 0,
+            interference=im,
+            failures=fm,
+            placement=placement,
+            gpus_per_node=gpus_per_node,
+            node_sizes=nodes,
+            semantics=sem,
+        ).run(progress=progress)
+        dt = time.perf_counter() - t0
+        m, vcs = summarize_sim(res)
+        if m.unschedulable:
+            where = "has" if res.placement == "pool" else "has in whole nodes"
+            warnings.append(
+                f"{name}: {m.unschedulable} jobs ask for more GPUs than their virtual cluster {where}"
+            )
+        records: tuple[JobRecord, ...] = ()
+        if per_job:
+            records = tuple(
+                JobRecord(
+                    j.job_id,
+                    j.vc,
+                    j.gpus,
+                    j.submit,
+                    j.first_start if j.first_start >= 0 else None,
+                    j.end if j.end >= 0 else None,
+                    j.first_start - j.submit if j.first_start >= 0 else None,
+                    j.end - j.submit if j.end >= 0 else None,
+                    j.preemptions,
+                )
+                for j in res.jobs
+            )
+        runs.append(
+            PolicyRun(
+                name,
+                est.name,
+                m,
+                vcs,
+                dict(res.vc_capacity),
+                res.placement,
+                bool(getattr(pol, "packing", False)),
+                dt,
+                records,
+                res if keep_result else None,
+            )
+        )
+    return SimulationReport(path.name, len(jobs), cl, bool(nodes), semantics, tuple(runs), tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class StartPrediction:
+    """When a pending job is predicted to start (POSIX or trace seconds, as the snapshot's
+    time): p10 / p50 / p90 over the sampled futures; None when it never started in any."""
+
+    job_id: str
+    gpus: int
+    partition: str
+    p10_s: float | None
+    p50_s: float | None
+    p90_s: float | None
+    samples: int = 0
+    started_in: int = 0  # samples in which it started within the horizon
+    waits: tuple[float, ...] = field(default=(), repr=False)
+
+
+def predict_starts(
+    snapshot: ClusterSnapshot,
+    *,
+    policy: str = "fifo",
+    cluster: dict[str, int] | None = None,
+    history: Sequence[object] = (),
+    samples: int = 8,
+    arrivals: bool = True,
+    horizon_s: float = 7 * 86400.0,
+    history_window_s: float = 14 * 86400.0,
+    semantics: str = "default",
+    seed: int = 0,
+    correlated: bool = True,
+) -> list[StartPrediction]:
+    """Predicted start times of the snapshot's pending jobs.
+
+    The forward simulation starts from the snapshot: running jobs keep their GPUs for their
+    ETA (the tracker's `eta_s`, else a draw from the durations of similar finished jobs that
+    ran at least as long), pending jobs take their `estimate_s` or a draw from similar jobs'
+    durations, and (with `arrivals`) new jobs arrive as learned from `history` (finished
+    `TraceJob`s or `JobView`s of the last `history_window_s`: rate per hour of week and
+    partition, sizes and durations drawn from the same jobs). `samples` futures give
+    p10/p50/p90. `cluster` maps partitions to GPUs (default: the snapshot's nodes).
+    `correlated`: the jobs of one (user, partition, GPUs) draw the same duration quantile in
+    a sampled future (they are alike); False draws each job independently."""
+    from schedmate.sim.whatif import predict_from_snapshot
+
+    return predict_from_snapshot(
+        snapshot,
+        policy=policy,
+        cluster=cluster,
+        history=history,
+        samples=samples,
+        arrivals=arrivals,
+        horizon_s=horizon_s,
+        history_window_s=history_window_s,
+        semantics=semantics,
+        seed=seed,
+        correlated=correlated,
+    )
