@@ -136,8 +136,7 @@ def _write_per_job(path: Path, rep: SimulationReport) -> None:
             raise InputError(
                 f"--per-job {path}: Parquet needs pyarrow (pip install pyarrow); use .csv"
             ) from None
-        cols = list(zip(*rows, strict=True)) if rows else [[] for _ in _PER_JOB_COLS]
-        table = pa.table({name: list(col) for name, col in zip(_PER_JOB_COLS, cols, strict=True)})
+        table = pa.table({name: [r[i] for r in rows] for i, name in enumerate(_PER_JOB_COLS)})
         try:
             pq.write_table(table, path)
         except OSError as exc:

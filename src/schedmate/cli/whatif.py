@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,33 +12,29 @@ import typer
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, friendly_errors
-from schedmate.sdk.sim import DEFAULT_ESTIMATORS
+from schedmate.cli.common import console, err_console, friendly_errors
 from schedmate.core.errors import InputError
-from schedmate.sim import (
-    TRACE_FORMATS,
-    Simulator,
-    default_cluster,
-    default_nodes,
-    load_trace,
-    make_estimator,
-    make_policy,
-    parse_cluster,
-    summarize_sim,
-)
-from schedmate.sim.placement import PLACEMENTS, check_placement
-from schedmate.sim.whatif import predict_starts, snapshot_at
+from schedmate.core.types import SCHEMA_VERSION
 
 __all__ = ["whatif"]
+
+_FORMATS = "native, philly, helios, alibaba, rfold"
+
+
+def _finite(name: str, v: float | None) -> None:
+    if v is not None and (not math.isfinite(v) or v < 0):
+        raise InputError(f"{name} must be a finite number >= 0, got {v}")
+
+
+def _null(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
 
 
 @app.command()
 @friendly_errors
 def whatif(
     trace: Annotated[Path, typer.Option("--trace", help="Trace file.")],
-    fmt: Annotated[
-        str, typer.Option("--format", help=f"Trace format: {', '.join(TRACE_FORMATS)}.")
-    ] = "native",
+    fmt: Annotated[str, typer.Option("--format", help=f"Trace format: {_FORMATS}.")] = "native",
     at_hours: Annotated[
         float | None,
         typer.Option(
@@ -55,82 +52,115 @@ def whatif(
         float | None, typer.Option(help="Only jobs submitted in the first H hours.")
     ] = None,
     estimator: Annotated[str | None, typer.Option(help="Estimator (default per policy).")] = None,
+    samples: Annotated[int, typer.Option(help="Sampled futures per prediction (--at).")] = 8,
+    no_arrivals: Annotated[
+        bool, typer.Option("--no-arrivals", help="Predict without future arrivals (--at).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
-    placement: Annotated[str, typer.Option(help=f"Placement: {' | '.join(PLACEMENTS)}.")] = "pool",
+    placement: Annotated[str, typer.Option(help="Placement: pool | node.")] = "pool",
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (node placement).")] = 8,
+    semantics: Annotated[str, typer.Option(help="Policy semantics (see simulate --help).")] = "default",
 ) -> None:
-    """Queue-wait prediction from a snapshot, or a policy x cluster-size comparison."""
-    placement = check_placement(placement)
-    if gpus_per_node < 1:
-        raise InputError(f"--gpus-per-node must be >= 1, got {gpus_per_node}")
-    jobs = load_trace(trace, fmt)
-    if window_hours is not None:
-        jobs = [j for j in jobs if j.submit_s <= window_hours * 3600]
-    base = (
-        parse_cluster(cluster, gpus_per_node) if cluster else default_cluster(fmt, trace, jobs, gpus_per_node)
-    )
-    nodes = default_nodes(fmt, trace) if not cluster and placement == "node" else {}
-    where = {"placement": placement, "gpus_per_node": gpus_per_node, "node_sizes": nodes}
+    """Start-time prediction from a snapshot, or a policy x cluster-size comparison."""
+    from schedmate.sdk.sim import predict_trace, simulate
+
+    _finite("--at", at_hours)
+    _finite("--window-hours", window_hours)
     names = [p.strip() for p in policy.split(",") if p.strip()]
+    if not names:
+        raise InputError("--policy: give at least one policy")
+    if not 1 <= samples <= 1000:
+        raise InputError(f"--samples must be 1..1000, got {samples}")
+    window_s = window_hours * 3600 if window_hours is not None else None
     if at_hours is not None:
-        _predict(jobs, base, names[0], estimator, at_hours * 3600, as_json, where)
+        tp = predict_trace(
+            trace,
+            fmt,
+            at_hours * 3600,
+            policy=names[0],
+            cluster=cluster,
+            window_s=window_s,
+            samples=samples,
+            arrivals=not no_arrivals,
+            semantics=semantics,
+        )
+        _print_predictions(tp, as_json)
         return
     try:
         factors = [float(x) for x in scale.split(",")]
     except ValueError:
         raise InputError(f"--scale: expected numbers like 0.5,1,2, got {scale!r}") from None
+    for f in factors:
+        if not math.isfinite(f) or f <= 0:
+            raise InputError(f"--scale: factors must be finite numbers > 0, got {f}")
+    avg: dict[tuple[str, float], float] = {}
+    gpus: dict[float, int] = {}
+    for f in factors:
+        rep = simulate(
+            trace,
+            fmt,
+            names,
+            cluster=cluster,
+            estimator=estimator,
+            placement=placement,
+            gpus_per_node=gpus_per_node,
+            semantics=semantics,
+            scale=f,
+        )
+        for w in rep.warnings:
+            err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        gpus[f] = rep.gpus
+        for run in rep.runs:
+            avg[(run.policy, f)] = run.metrics.avg_jct_s
+            if as_json:
+                m = run.metrics.to_json_dict()
+                rec: dict[str, object] = {"schema_version": SCHEMA_VERSION, "scale": f, "gpus": rep.gpus}
+                rec.update({k: (_null(v) if isinstance(v, float) else v) for k, v in m.items()})
+                sys.stdout.write(json.dumps(rec, allow_nan=False) + "\n")
+    if as_json:
+        return
     table = Table(title=f"what-if on {trace.name}: average JCT (s)")
     table.add_column("policy")
     for f in factors:
-        table.add_column(f"x{f:g} ({int(sum(base.values()) * f):,} GPUs)", justify="right")
+        table.add_column(f"x{f:g} ({gpus[f]:,} GPUs)", justify="right")
     for name in names:
-        row = [name]
-        for f in factors:
-            cl = {k: max(1, int(round(v * f))) for k, v in base.items()}
-            est = make_estimator(estimator or DEFAULT_ESTIMATORS.get(name, "oracle"))
-            # a scaled cluster keeps the node size (the trace's own node list only at x1)
-            kw = where if f == 1 else {**where, "node_sizes": {}}
-            m, _ = summarize_sim(Simulator(jobs, cl, make_policy(name), est, **kw).run())  # type: ignore[arg-type]
-            if as_json:
-                sys.stdout.write(json.dumps({"policy": name, "scale": f, **m.to_json_dict()}) + "\n")
-            row.append(f"{m.avg_jct_s:,.0f}")
-        table.add_row(*row)
-    if not as_json:
-        console.print(table)
+        table.add_row(name, *(f"{avg[(name, f)]:,.0f}" for f in factors))
+    console.print(table)
 
 
-def _predict(jobs, cluster, name, estimator, t, as_json, where) -> None:  # type: ignore[no-untyped-def]
-    pol = make_policy(name)
-    truth = Simulator(
-        jobs, cluster, pol, make_estimator(DEFAULT_ESTIMATORS.get(name, "oracle")), **where
-    ).run()
-    est_name = estimator or "history"  # what a real cluster knows about pending jobs
-    snap = snapshot_at(jobs, truth, t)
-    pred = predict_starts(snap, cluster, make_policy(name), make_estimator(est_name, seed=1), **where)
-    actual = {st.job_id: st.first_start for st in truth.jobs}
-    gpus = {j.job_id: j.gpus for j in snap.pending}
-    rows = sorted(pred.items(), key=lambda kv: kv[1])
+def _print_predictions(tp: object, as_json: bool) -> None:
+    from schedmate.sdk.sim import TracePrediction
+
+    assert isinstance(tp, TracePrediction)
+    t = tp.time
+    rows = sorted(tp.predictions, key=lambda p: (p.p50_s is None, p.p50_s or 0.0))
     if as_json:
-        for jid, p in rows:
-            sys.stdout.write(
-                json.dumps(
-                    {
-                        "job_id": jid,
-                        "gpus": gpus[jid],
-                        "predicted_wait_s": p - t,
-                        "simulated_wait_s": actual[jid] - t,
-                    }
-                )
-                + "\n"
-            )
+        for p in rows:
+            rec = {
+                "schema_version": SCHEMA_VERSION,
+                "job_id": p.job_id,
+                "gpus": p.gpus,
+                "partition": p.partition,
+                "p10_wait_s": None if p.p10_s is None else p.p10_s - t,
+                "p50_wait_s": None if p.p50_s is None else p.p50_s - t,
+                "p90_wait_s": None if p.p90_s is None else p.p90_s - t,
+                "simulated_wait_s": _null(tp.actual_s[p.job_id] - t) if tp.actual_s[p.job_id] >= 0 else None,
+            }
+            sys.stdout.write(json.dumps(rec, allow_nan=False) + "\n")
         return
     table = Table(
-        title=f"{len(snap.running)} running, {len(snap.pending)} pending at t={t / 3600:.1f} h ({name}, {est_name})"
+        title=f"{tp.running} running, {len(rows)} pending at t={t / 3600:.1f} h ({tp.policy}); "
+        "predicted waits p10 / p50 / p90"
     )
-    for col in ("job", "GPUs", "predicted wait", "wait in full simulation"):
+    for col in ("job", "GPUs", "p10", "p50", "p90", "wait in full simulation"):
         table.add_column(col, justify="left" if col == "job" else "right")
-    for jid, p in rows[:40]:
-        table.add_row(jid, str(gpus[jid]), f"{(p - t) / 3600:,.2f} h", f"{(actual[jid] - t) / 3600:,.2f} h")
+
+    def h(v: float | None) -> str:
+        return "-" if v is None else f"{(v - t) / 3600:,.2f} h"
+
+    for p in rows[:40]:
+        a = tp.actual_s[p.job_id]
+        table.add_row(p.job_id, str(p.gpus), h(p.p10_s), h(p.p50_s), h(p.p90_s), h(a if a >= 0 else None))
     console.print(table)
     if len(rows) > 40:
         console.print(f"[dim]... {len(rows) - 40} more (use --json)[/]")

@@ -27,7 +27,9 @@ __all__ = [
     "PolicyRun",
     "SimulationReport",
     "StartPrediction",
+    "TracePrediction",
     "predict_starts",
+    "predict_trace",
     "simulate",
 ]
 
@@ -114,6 +116,7 @@ def simulate(
     gpus_per_node: int = 8,
     semantics: str = "default",
     per_job: bool = False,
+    scale: float = 1.0,
     keep_result: bool = False,
     timeline: bool = False,
     on_start: Callable[[str, int], Callable[[int], None] | None] | None = None,
@@ -121,7 +124,8 @@ def simulate(
     """Replay `trace` under each policy. `semantics` is a preset (`default`, `lucid`) with
     optional `name=value` overrides (sim/semantics.py); with `lucid`, placement is on nodes
     with Lucid's rules unless `placement` says otherwise explicitly. `on_start(policy, n_jobs)`
-    may return a progress callback (jobs finished)."""
+    may return a progress callback (jobs finished). `scale` multiplies every VC's GPUs (a
+    scaled cluster keeps the node size; the trace's own node list is used only at 1)."""
     from schedmate.sim import (
         FailureModel,
         InterferenceModel,
@@ -142,6 +146,8 @@ def simulate(
         raise InputError(f"--gpus-per-node must be >= 1, got {gpus_per_node}")
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be >= 1, got {limit}")
+    if not math.isfinite(scale) or scale <= 0:
+        raise InputError(f"scale must be a finite number > 0, got {scale}")
     sem = parse_semantics(semantics)
     names = [p.strip().lower() for p in policies if p.strip()]
     if not names:
@@ -157,7 +163,9 @@ def simulate(
         cl = parse_cluster(cluster, gpus_per_node)
     else:
         cl = default_cluster(fmt, path, jobs, gpus_per_node)
-    nodes = default_nodes(fmt, path) if not cluster and placement == "node" else {}
+    nodes = default_nodes(fmt, path) if not cluster and placement == "node" and scale == 1 else {}
+    if scale != 1:
+        cl = {k: max(1, int(round(v * scale))) for k, v in cl.items()}
     runs = []
     warnings: list[str] = []
     for name, pol in zip(names, pols, strict=True):
@@ -273,4 +281,80 @@ def predict_starts(
         semantics=semantics,
         seed=seed,
         correlated=correlated,
+    )
+
+
+@dataclass(frozen=True)
+class TracePrediction:
+    """`predict_trace`: predictions at `time` and what the replay then did (`actual_s`)."""
+
+    trace: str
+    policy: str
+    time: float
+    running: int
+    predictions: tuple[StartPrediction, ...]
+    actual_s: dict[str, float]
+
+
+def predict_trace(
+    trace: str | Path,
+    fmt: str,
+    at_s: float,
+    *,
+    policy: str = "fifo",
+    cluster: str | None = None,
+    window_s: float | None = None,
+    samples: int = 8,
+    arrivals: bool = True,
+    semantics: str = "default",
+    seed: int = 0,
+) -> TracePrediction:
+    """Replay the trace, cut a `ClusterSnapshot` at `at_s` (what a live cluster would show),
+    predict the pending jobs' starts from it with `predict_starts`, and report the replay's
+    actual starts beside them."""
+    from schedmate.sim import (
+        Simulator,
+        default_cluster,
+        load_trace,
+        make_estimator,
+        make_policy,
+        parse_cluster,
+        parse_semantics,
+    )
+    from schedmate.sim.whatif import snapshot_from_trace
+
+    for name, v in (("--at", at_s), ("--window-hours", window_s if window_s is not None else 0.0)):
+        if not math.isfinite(v) or v < 0:
+            raise InputError(f"{name} must be a finite number >= 0, got {v}")
+    sem = parse_semantics(semantics)
+    pol = make_policy(policy, sem)
+    path = Path(trace)
+    jobs = load_trace(path, fmt)
+    if window_s is not None:
+        jobs = [j for j in jobs if j.submit_s <= window_s]
+        if not jobs:
+            raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
+    cl = parse_cluster(cluster) if cluster else default_cluster(fmt, path, jobs)
+    truth = Simulator(
+        jobs, cl, pol, make_estimator(default_estimator(policy, semantics)), semantics=sem
+    ).run()
+    snap, _, history = snapshot_from_trace(jobs, truth, at_s)
+    preds = predict_starts(
+        snap,
+        policy=policy,
+        cluster=cl,
+        history=history,
+        samples=samples,
+        arrivals=arrivals,
+        semantics=semantics,
+        seed=seed,
+    )
+    actual = {st.job_id: st.first_start for st in truth.jobs}
+    return TracePrediction(
+        path.name,
+        policy,
+        at_s,
+        len(snap.running),
+        tuple(preds),
+        {p.job_id: actual[p.job_id] for p in preds},
     )
