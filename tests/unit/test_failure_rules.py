@@ -46,6 +46,19 @@ def test_a_bare_failure_message_still_yields_to_the_named_cause(h: FailureHandle
     assert h.diagnose_lines(lines).root_cause_line == "KeyError: 'attention_mask'"
 
 
+def test_a_wrapper_print_that_does_not_state_the_cause_yields(h: FailureHandler) -> None:
+    """A launcher's own report (with words that look like a fault in its argument list)
+    is not the cause when the exception after it says something else."""
+    lines = [
+        "Fehler beim Start: Parameter ['trainer.heartbeat_timeout=30', 'model=small']",
+        "Traceback (most recent call last):",
+        '  File "main.py", line 3, in <module>',
+        "ModuleNotFoundError: No module named 'flash_attn'",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 4 and r.kind == "import_error"
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -205,3 +218,22 @@ def test_bad_defer_to_is_a_one_line_config_error() -> None:
         KnowledgeBase.from_yaml(
             "signatures:\n  - {kind: x, category: application, patterns: [a], defer_to: '('}\n"
         )
+
+
+def test_a_finished_data_bar_is_not_a_rank_behind(h: FailureHandler) -> None:
+    lines = [
+        "Loading checkpoint shards: 100%|██████████| 4/4 [00:09<00:00,  2.31s/it]",
+        "[rank1]:[E ProcessGroupNCCL.cpp:600] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=2, OpType=ALLGATHER) ran for 600013 milliseconds before timing out.",
+    ]
+    assert h.diagnose_lines(lines).category == "infrastructure"
+
+
+def test_a_rank_said_to_lag_makes_the_timeout_application(h: FailureHandler) -> None:
+    lines = [
+        "[E ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8) "
+        "ran for 1800000 milliseconds before timing out.",
+        "Desync report: rank 5 is still behind: not yet entered the collective (stuck in the data loader)",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.category == "application" and r.kind == "slow_rank_timeout"

@@ -41,12 +41,11 @@ _FABRIC = re.compile(
     r"|ibv_\w+ failed|mlx\d_\d+.{0,60}(?:error|down)|Network is unreachable",
     re.I,
 )
-# one rank visibly behind: a data-preparation progress bar still running, a rank said to lag,
-# a slow or stalled data loader
+# one rank visibly behind: a data-preparation progress bar still running (below 100%), a rank
+# said to lag, a slow or stalled data loader
 _BEHIND = re.compile(
     r"(?:tokeniz|map|filter|pre-?process|pack|group|load|generat|download|cach|shuffl|sort|index|decod|"
-    r"extract|convert|build)\w*\b[^|]{0,80}\d{1,3}%\s*\|"
-    r"|\bexamples/s\]"
+    r"extract|convert|build)\w*\b[^|]{0,80}(?<!\d)\d{1,2}%\s*\|"  # a bar still short of 100%
     r"|\branks?\s*\[?[\d, ]+\]?\s*(?:is|are|was|were|has|have)\s+(?:still\s+)?(?:behind|lagging|slower|not (?:yet )?(?:joined|entered|reached))"
     r"|\bstraggl\w+"
     r"|DataLoader\b.{0,80}(?:timed? ?out|too slow|is slow|stalled)",

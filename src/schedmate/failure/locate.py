@@ -204,7 +204,11 @@ class FailureLocator:
         a bare error message (`main failed`) yields to the next specific signature or
         exception line."""
         specific = sig is not None and not sig.generic
-        if not specific and not _EXC_LINE.match(lines[i]) and not _NATIVE_FATAL.search(lines[i]):
+        # an error print without a strong signature (`Error executing job with overrides:
+        # [...]`) is only a report until a later exception line shows it stated the cause
+        printed = _ERROR_WORD.match(lines[i]) is not None and self._strong(lines[i]) is None
+        bare = not specific and not _EXC_LINE.match(lines[i])
+        if (bare or printed) and not _NATIVE_FATAL.search(lines[i]):
             for j in range(i + 1, min(len(lines), i + _LOOKAHEAD)):
                 s2 = self._strong(lines[j])
                 if s2 is not None or _EXC_LINE.match(lines[j]):
