@@ -260,3 +260,18 @@ def test_adversarial_logs_drain_nothing_and_exclude_only_placed_nodes() -> None:
     assert res.jobs >= 20 and res.actions_planned > 0  # the suite exercised execution
     assert res.drains == 0 and res.drained_nodes == []
     assert res.wrong_exclusions == 0
+
+
+def test_json_record_never_carries_nan() -> None:
+    import json
+
+    from schedmate.core.diagnosis import FailureReport, RecoveryAction
+
+    rec = FailureReport(
+        "x.log",
+        failed=True,
+        confidence=float("nan"),
+        recovery=(RecoveryAction(RecoveryKind.RESUBMIT_WITH_LIMIT, "j", new_time_limit_s=float("inf")),),
+    ).to_json_dict()
+    assert rec["confidence"] is None and rec["recovery"][0]["new_time_limit_s"] is None
+    json.dumps(rec, allow_nan=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -64,7 +65,11 @@ class RecoveryAction:
             "job_id": self.job_id,
             "node": self.node,
             "exclude_nodes": list(self.exclude_nodes),
-            "new_time_limit_s": self.new_time_limit_s,
+            "new_time_limit_s": (
+                self.new_time_limit_s
+                if self.new_time_limit_s is None or math.isfinite(self.new_time_limit_s)
+                else None
+            ),
             "new_mem": self.new_mem,
             "checkpoint": self.checkpoint,
             "evidence_ids": list(self.evidence_ids),
@@ -107,7 +112,7 @@ class FailureReport:
             "root_cause_line_no": self.root_cause_line_no,
             "category": self.category,
             "kind": self.kind,
-            "confidence": round(self.confidence, 3),
+            "confidence": round(self.confidence, 3) if math.isfinite(self.confidence) else None,
             "method": self.method,
             "evidence": list(self.evidence),
             "recovery": [a.to_dict() for a in self.recovery],
