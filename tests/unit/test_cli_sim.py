@@ -8,19 +8,44 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from schedmate.cli import app
+from schedmate.core.types import SCHEMA_VERSION
 from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
 
+# every --json record has these keys in every mode (null where a mode does not apply)
 KEYS = {
+    "schema_version",
     "policy",
+    "estimator",
+    "semantics",
     "n_jobs",
     "avg_jct_s",
     "p50_jct_s",
     "p99_jct_s",
+    "p999_jct_s",
     "avg_queue_s",
+    "p50_queue_s",
     "p99_queue_s",
+    "p999_queue_s",
     "makespan_s",
     "gpu_util",
+    "preemptions",
+    "unschedulable",
+    "packs",
+    "unpacks",
+    "failures",
+    "lost_gpu_h",
+    "placement",
+    "stranded_gpu_h",
+    "stranded_frac",
+    "sim_s",
+    "per_vc",
 }
+MODE_KEYS = {"packs", "unpacks", "failures", "lost_gpu_h", "stranded_gpu_h", "stranded_frac", "per_vc"}
+
+
+def non_null(o: dict) -> set[str]:  # type: ignore[type-arg]
+    """The mode-dependent keys a record fills in."""
+    return {k for k in MODE_KEYS if o[k] is not None}
 
 
 def write_trace(p: Path, n: int = 200) -> Path:
@@ -53,6 +78,7 @@ def test_simulate_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     objs = [json.loads(x) for x in res.stdout.splitlines()]
     assert [o["policy"] for o in objs] == ["fifo", "semantic"] and all(set(o) == KEYS for o in objs)
+    assert all(non_null(o) == set() and o["schema_version"] == SCHEMA_VERSION for o in objs)
     assert all(o["n_jobs"] == 200 for o in objs)
     assert objs[1]["avg_jct_s"] < objs[0]["avg_jct_s"]
 
@@ -118,8 +144,12 @@ def test_whatif_grid_and_prediction(tmp_path: Path) -> None:
         app, ["whatif", "--trace", str(t), "--cluster", "16", "--policy", "fifo", "--at", "1", "--json"]
     )
     assert r.exit_code == 0, r.output
-    for obj in map(json.loads, r.stdout.splitlines()):
-        assert obj["predicted_wait_s"] >= 0 and obj["simulated_wait_s"] >= 0
+    objs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert objs
+    for obj in objs:
+        assert (
+            0 <= obj["p10_wait_s"] <= obj["p50_wait_s"] <= obj["p90_wait_s"] and obj["simulated_wait_s"] >= 0
+        )
 
 
 def test_per_vc_breakdown() -> None:
@@ -151,8 +181,9 @@ def test_simulate_per_vc_packing_and_failures(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     objs = {o["policy"]: o for o in map(json.loads, res.stdout.splitlines())}
-    assert set(objs["fifo"]) == KEYS | {"per_vc", "failures", "lost_gpu_h"}
-    assert set(objs["lucid"]) == KEYS | {"per_vc", "failures", "lost_gpu_h", "packs", "unpacks"}
+    assert all(set(o) == KEYS for o in objs.values())
+    assert non_null(objs["fifo"]) == {"per_vc", "failures", "lost_gpu_h"}
+    assert non_null(objs["lucid"]) == {"per_vc", "failures", "lost_gpu_h", "packs", "unpacks"}
     for o in objs.values():
         assert (
             set(o["per_vc"]) == {"a", "b"} and sum(v["n_jobs"] for v in o["per_vc"].values()) == o["n_jobs"]
@@ -185,11 +216,9 @@ def test_simulate_and_whatif_node_placement(tmp_path: Path) -> None:
     assert pool.exit_code == 0 and node.exit_code == 0, node.output
     p = {o["policy"]: o for o in map(json.loads, pool.stdout.splitlines())}
     n = {o["policy"]: o for o in map(json.loads, node.stdout.splitlines())}
-    assert set(p["fifo"]) == KEYS  # the contract is unchanged without --placement
-    assert (
-        set(n["fifo"]) == KEYS | {"placement", "stranded_gpu_h", "stranded_frac"}
-        and n["fifo"]["placement"] == "node"
-    )
+    assert set(p["fifo"]) == KEYS == set(n["fifo"])  # the same keys in every mode
+    assert non_null(p["fifo"]) == set() and p["fifo"]["placement"] == "pool"
+    assert non_null(n["fifo"]) == {"stranded_gpu_h", "stranded_frac"} and n["fifo"]["placement"] == "node"
     assert n["fifo"]["avg_jct_s"] >= p["fifo"]["avg_jct_s"] and n["fifo"]["n_jobs"] == 150
     r = CliRunner().invoke(app, [*args[:-1], "--placement", "node"])
     assert r.exit_code == 0 and "node placement (8 GPUs/node)" in r.stdout and "stranded" in r.stdout
@@ -232,4 +261,4 @@ def test_simulate_and_whatif_node_placement(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    assert all(o["predicted_wait_s"] >= 0 for o in map(json.loads, r.stdout.splitlines()))
+    assert all(o["p50_wait_s"] >= 0 for o in map(json.loads, r.stdout.splitlines()))

@@ -270,7 +270,11 @@ def simulate(
 def _print_table(rep: SimulationReport, per_vc: bool, failures: bool) -> None:
     where = ""
     if rep.runs and rep.runs[0].placement == "node":
-        where = ", node placement (the trace's nodes)" if rep.nodes_from_trace else ", node placement"
+        where = (
+            ", node placement (the trace's nodes)"
+            if rep.nodes_from_trace
+            else f", node placement ({rep.gpus_per_node} GPUs/node)"
+        )
     sem = "" if rep.semantics == "default" else f", semantics {rep.semantics}"
     table = Table(title=f"{rep.trace}: {rep.n_jobs:,} jobs, {rep.gpus:,} GPUs{where}{sem}")
     for col in (

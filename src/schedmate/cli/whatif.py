@@ -83,6 +83,8 @@ def whatif(
             samples=samples,
             arrivals=not no_arrivals,
             semantics=semantics,
+            placement=placement,
+            gpus_per_node=gpus_per_node,
         )
         _print_predictions(tp, as_json)
         return

@@ -91,6 +91,7 @@ class SimulationReport:
     semantics: str
     runs: tuple[PolicyRun, ...]
     warnings: tuple[str, ...] = ()
+    gpus_per_node: int = 8
 
     @property
     def gpus(self) -> int:
@@ -223,7 +224,9 @@ def simulate(
                 res if keep_result else None,
             )
         )
-    return SimulationReport(path.name, len(jobs), cl, bool(nodes), semantics, tuple(runs), tuple(warnings))
+    return SimulationReport(
+        path.name, len(jobs), cl, bool(nodes), semantics, tuple(runs), tuple(warnings), gpus_per_node
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +258,8 @@ def predict_starts(
     semantics: str = "default",
     seed: int = 0,
     correlated: bool = True,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
 ) -> list[StartPrediction]:
     """Predicted start times of the snapshot's pending jobs.
 
@@ -281,6 +286,8 @@ def predict_starts(
         semantics=semantics,
         seed=seed,
         correlated=correlated,
+        placement=placement,
+        gpus_per_node=gpus_per_node,
     )
 
 
@@ -308,6 +315,8 @@ def predict_trace(
     arrivals: bool = True,
     semantics: str = "default",
     seed: int = 0,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
 ) -> TracePrediction:
     """Replay the trace, cut a `ClusterSnapshot` at `at_s` (what a live cluster would show),
     predict the pending jobs' starts from it with `predict_starts`, and report the replay's
@@ -348,6 +357,8 @@ def predict_trace(
         arrivals=arrivals,
         semantics=semantics,
         seed=seed,
+        placement=placement,
+        gpus_per_node=gpus_per_node,
     )
     actual = {st.job_id: st.first_start for st in truth.jobs}
     return TracePrediction(

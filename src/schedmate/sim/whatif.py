@@ -336,6 +336,8 @@ def predict_from_snapshot(
     semantics: str = "default",
     seed: int = 0,
     correlated: bool = True,
+    placement: str = "pool",
+    gpus_per_node: int = 8,
 ) -> list[StartPrediction]:
     """The SDK's `predict_starts` (sdk/sim.py documents it)."""
     from schedmate.sdk.sim import StartPrediction as Pred
@@ -404,6 +406,8 @@ def predict_from_snapshot(
             start_at=t,
             running=run,
             semantics=sem,
+            placement=placement,
+            gpus_per_node=gpus_per_node,
         )
         res = sim.run()
         for st in res.jobs[: len(pend)]:
