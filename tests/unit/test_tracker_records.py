@@ -101,3 +101,21 @@ def test_the_training_loop_moving_on_ends_an_evaluation_section() -> None:
 def test_an_evaluation_only_run_has_no_training_progress() -> None:
     r = run(["開始批次測試...", "Epoch 0001 : ckpt/1.bin", "  Dice = 0.61", "Epoch 0002 : ckpt/2.bin"])
     assert not r.has_progress
+
+
+def test_step_less_lines_before_a_counter_line_belong_to_the_previous_record() -> None:
+    r = run(["[12:00] Iter 9 finished. | loss: 1.2", "[12:00]   avg_loss: 1.3", "[12:01] Training epoch: 2"])
+    assert (r.step, r.loss) == (2, None)
+
+
+def test_a_line_with_only_a_step_time_is_not_progress() -> None:
+    assert not run(["1990-01-01T06:00:00, dt=6.0h"]).has_progress
+
+
+def test_a_time_growing_like_time_since_start_is_not_a_step_time() -> None:
+    lines = [
+        f"Iteration {n}/9000 ; xent {2.0 - n / 1e4:.3f} ; {n * 3.7:.0f} sec" for n in range(400, 700, 50)
+    ]
+    assert run(lines).step_time_s is None
+    slowing = [f"Iteration {n}/9000 ; xent 2.0 ; {0.2 + n / 1e5:.4f} sec" for n in range(400, 700, 50)]
+    assert run(slowing).step_time_s == pytest.approx(0.2065)

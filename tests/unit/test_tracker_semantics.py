@@ -151,3 +151,16 @@ def test_loss_settings_and_summaries_are_not_losses(key: str) -> None:
 
 def test_an_evaluation_key_holding_a_record_makes_an_evaluation_line() -> None:
     assert parse_line('[run 7] (main.py:10) test_score: {"round": 2, "value": 0.7}').is_eval
+
+
+def test_a_date_is_not_a_time_value() -> None:
+    assert "step_time" not in vals("time:2031-07-04, 11:00:02, iter:300, avg_loss:1.5")
+
+
+def test_a_lone_duration_field_beside_the_counter_is_the_step_time() -> None:
+    assert vals("it 812 ; loss 0.7 ; mem 3GB ; 420ms")["step_time"] == pytest.approx(0.42)
+    assert "step_time" not in vals("Epoch 3 | loss 0.7 | 42.0s")  # an epoch's duration
+
+
+def test_a_policy_objective_is_a_component() -> None:
+    assert "loss" not in vals("upd=4 loss_critic=0.1 loss_objective=-0.03 loss_entropy=0.2")

@@ -83,7 +83,8 @@ def is_training_progress(text: str) -> bool:
     return (
         ("step" in v and (len(v) > 2 or c.is_bar))
         or "loss" in v
-        or "step_time" in v
+        # a step time alone is progress on a record's continuation line, not on a line of its own
+        or ("step_time" in v and (len(v) > 1 or c.n_metrics + c.n_other_keys > 1 or text[:1].isspace()))
         or ("step" in v and c.n_metrics >= 1)
     )
 

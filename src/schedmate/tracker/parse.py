@@ -59,7 +59,7 @@ _KV = re.compile(
     r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)"
     + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>")
     + r"(?P=qq)"
-    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?![\w.])"
+    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?![\w.]|[-/]\d)"
 )
 _RATE = re.compile(
     r"(?P<v>"
@@ -98,6 +98,7 @@ class Candidates:
     outer_counter: bool = False
     first_role: str | None = None
     is_summary_line: bool = False
+    rest: str = ""
 
     def put(self, name: str, rank: int, value: float) -> None:
         cur = self.values.get(name)
@@ -432,6 +433,7 @@ def parse_line(text: str) -> Candidates:
             c.n_metrics += 1
         spans.append((r.start(), r.end()))
     rest = _parse_kvs(c, _blank(body, spans))
+    c.rest = rest
     if not c.is_bar and EVAL_WORDS.search(rest):
         c.is_eval = True
     fracs = list(_FRACTION.finditer(rest))
@@ -455,6 +457,7 @@ def parse_line(text: str) -> Candidates:
 
 
 _WORDS = re.compile(r"[^\W\d_]+")
+_BARE_DURATION = re.compile(r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec)\s*(?:$|[|,;])")
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
 
@@ -482,6 +485,10 @@ def _finish(c: Candidates, body: str) -> None:
         c.put("step", 6, epoch)
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
+    if "step_time" not in v and "step" in v and not c.outer_counter:
+        bare = _BARE_DURATION.search(c.rest)
+        if bare is not None:  # `step 9 | loss 2.0 | 0.25s`: a lone duration field beside the counter
+            c.generic_time = c.generic_time or (7, _seconds(float(bare["v"]), bare["u"]))
     if "step_time" not in v:
         if c.outer_counter and c.outer_time is not None:
             c.put("step_time", c.outer_time[0] + 2, c.outer_time[1])

@@ -245,6 +245,8 @@ def summarize(
         total = next((s.total_steps for s, _ in reversed(train) if s.total_steps), None)
 
     step_time = values.get("step_time_s")
+    if anchor is not None and _cumulative(train):
+        step_time = None
     thr = values.get("throughput")
     if (
         step_time is None
@@ -283,6 +285,17 @@ def summarize(
         eta_s=eta,
         events=tuple(events),
     )
+
+
+def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
+    """A "step time" that grows with the step like time since the start is a cumulative
+    elapsed time (`... 21477 sec` each line), not seconds per step."""
+    pts = [(s.step, s.step_time_s) for s, _ in train[-200:] if s.step is not None and s.step_time_s][-4:]
+    if len(pts) < 4 or any(b[0] <= a[0] or b[1] <= a[1] for a, b in zip(pts, pts[1:], strict=False)):
+        return False
+    (s0, t0), (s1, t1) = pts[-2], pts[-1]
+    rate = (t1 - t0) / (s1 - s0)
+    return 0.5 <= rate * s1 / t1 <= 2.0
 
 
 def _take(values: dict[str, object], s: ProgressSample) -> None:
@@ -385,13 +398,18 @@ def _record(
         return train[-1:], None
     out: list[tuple[ProgressSample, bool]] = []
     newer = None
+    anchor_bar = any(bar for s, bar in train if s is anchor)
+    seen_anchor = False
     for s, bar in reversed(train):
         if newer is not None and eval_between(s, newer):
             break
         if s.step is not None and s.step != anchor.step and not bar:
             break
+        if seen_anchor and not anchor_bar and s.step is None and not bar:
+            break  # step-less lines before a metrics line belong to the previous record
         out.append((s, bar))
         newer = s
+        seen_anchor = seen_anchor or s is anchor
     return out[::-1], anchor
 
 
