@@ -1,0 +1,208 @@
+"""Hardening of the simulator's inputs and outputs (issue 13, 14): loaders, time zones, bad
+files, JSON on stdout only, per-job output. Each bad input is one line, exit code 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schedmate.cli import app
+from schedmate.core.errors import InputError
+from schedmate.core.types import SCHEMA_VERSION
+from schedmate.sim import load_trace, parse_cluster
+
+RFOLD = """#job id,arrival time (sec),topology,shape,size,duration (sec)
+0,0.0,CLOS,1,1,3600.0
+1,10.0,CLOS,0.46,0.46,120.0
+2,20.0,CLOS,48,48,60.0
+"""
+
+
+def _strict_json(line: str) -> dict[str, object]:
+    def no_constants(name: str) -> None:
+        raise ValueError(f"non-JSON constant {name}")
+
+    obj = json.loads(line, parse_constant=no_constants)
+    assert isinstance(obj, dict)
+    return obj
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args))
+
+
+def native(p: Path, rows: list[str]) -> Path:
+    p.write_text("job_id,submit_s,duration_s,gpus,vc\n" + "\n".join(rows) + "\n")
+    return p
+
+
+def test_rfold_header_with_hash(tmp_path: Path) -> None:
+    p = tmp_path / "rfold.csv"
+    p.write_text(RFOLD)
+    jobs = load_trace(p, "rfold")
+    assert [(j.job_id, j.submit_s, j.duration_s, j.gpus) for j in jobs] == [
+        ("0", 0.0, 3600.0, 1),
+        ("1", 10.0, 120.0, 1),  # a fractional size takes one GPU
+        ("2", 20.0, 60.0, 48),
+    ]
+
+
+@pytest.mark.parametrize("name", ["philly_trace.csv", "crux.csv", "alibaba_v2023.csv"])
+def test_shipped_rfold_traces_load(name: str) -> None:
+    p = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "rfold" / name
+    if not p.is_file():
+        pytest.skip("shared traces not present")
+    jobs = load_trace(p, "rfold", limit=50)
+    assert len(jobs) == 50 and all(j.gpus >= 1 and j.duration_s >= 0 for j in jobs)
+
+
+def test_philly_timestamps_do_not_depend_on_the_time_zone(tmp_path: Path) -> None:
+    p = tmp_path / "philly.csv"
+    # across the US daylight-saving change of 2017-11-05 (01:00-02:00 happens twice in New York)
+    p.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-11-04 12:00:00,60,1,60,a\n"
+        "2017-11-05 01:30:00,60,1,60,a\n"
+        "2017-11-06 12:00:00,60,1,60,a\n"
+    )
+    old = os.environ.get("TZ")
+    try:
+        out = []
+        for tz in ("UTC", "America/New_York", "Asia/Kolkata"):
+            os.environ["TZ"] = tz
+            time.tzset()
+            out.append([j.submit_s for j in load_trace(p, "philly")])
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+    assert out[0] == out[1] == out[2] == [0.0, 48600.0, 172800.0]
+
+
+def test_huge_csv_field_is_one_line(tmp_path: Path) -> None:
+    p = tmp_path / "t.csv"
+    p.write_text('job_id,submit_s,duration_s,gpus\n"' + "x" * (200 * 1024) + '",0,1,1\n')
+    with pytest.raises(InputError, match=r"t\.csv:2"):
+        load_trace(p, "native")
+    r = invoke("simulate", "--trace", str(p), "--cluster", "8")
+    assert r.exit_code == 2 and "t.csv:2" in r.stderr and "Traceback" not in r.output
+
+
+def test_binary_and_overlong_traces(tmp_path: Path) -> None:
+    b = tmp_path / "b.csv"
+    b.write_bytes(b"job_id,submit_s,duration_s,gpus\n\x00\x01\x02,0,1,1\n")
+    with pytest.raises(InputError, match="binary"):
+        load_trace(b, "native")
+    long = tmp_path / "l.csv"
+    long.write_text("job_id,submit_s,duration_s,gpus\n" + "1" * (2 * 1024 * 1024) + "\n")
+    with pytest.raises(InputError, match="longer than"):
+        load_trace(long, "native")
+
+
+@pytest.mark.timeout(20)
+def test_fifo_trace_does_not_block(tmp_path: Path) -> None:
+    f = tmp_path / "fifo.csv"
+    os.mkfifo(f)
+    box: list[BaseException | None] = []
+
+    def go() -> None:
+        try:
+            load_trace(f, "native")
+            box.append(None)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            box.append(exc)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(10)
+    assert box and isinstance(box[0], InputError) and "FIFO" in str(box[0])
+
+
+def test_cluster_files(tmp_path: Path) -> None:
+    no_header = tmp_path / "vc.csv"
+    no_header.write_text("a,2\nb,3\n")
+    assert parse_cluster(str(no_header)) == {"a": 16, "b": 24}  # the first VC is not a header
+    with_header = tmp_path / "vc2.csv"
+    with_header.write_text(",num\na,2\n")
+    assert parse_cluster(str(with_header)) == {"a": 16}
+    binary = tmp_path / "bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InputError, match="cluster config"):
+        parse_cluster(str(binary))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("vc,nodes\na,two\n")
+    with pytest.raises(InputError, match="bad.csv:2"):
+        parse_cluster(str(bad))
+    for spec in ("0", "a=0", "a=-1,b=2", "=4"):
+        with pytest.raises(InputError):
+            parse_cluster(spec)
+    t = native(tmp_path / "t.csv", ["j0,0,10,1,a"])
+    r = invoke("simulate", "--trace", str(t), "--cluster", str(binary))
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_cli_option_errors(tmp_path: Path) -> None:
+    t = native(tmp_path / "t.csv", ["j0,0,10,1,a", "j1,1,10,1,a"])
+    for args in (
+        ["simulate", "--trace", str(t), "--cluster", "4", "--limit", "-1"],
+        ["simulate", "--trace", str(t), "--cluster", "4", "--limit", "0"],
+        ["simulate", "--trace", str(t), "--cluster", "4", "--semantics", "lucid,interval_s=nan"],
+        ["whatif", "--trace", str(t), "--cluster", "4", "--scale", "nan"],
+        ["whatif", "--trace", str(t), "--cluster", "4", "--scale", "inf"],
+        ["whatif", "--trace", str(t), "--cluster", "4", "--scale", "0"],
+        ["whatif", "--trace", str(t), "--cluster", "4", "--at", "nan"],
+    ):
+        r = invoke(*args)
+        assert r.exit_code == 2, (args, r.output)
+        assert r.stderr.startswith("error:") and "Traceback" not in r.output, args
+
+
+def test_json_stdout_only_json_and_no_nan(tmp_path: Path) -> None:
+    # every job needs 4 GPUs of a 2-GPU cluster: a warning, no finished job, metrics undefined
+    t = native(tmp_path / "t.csv", ["j0,0,10,4,a", "j1,1,10,4,a"])
+    r = invoke("simulate", "--trace", str(t), "--cluster", "2", "--policy", "fifo,tiresias", "--json")
+    assert r.exit_code == 0, r.output
+    objs = [_strict_json(x) for x in r.stdout.splitlines()]
+    assert len(objs) == 2
+    for o in objs:
+        assert o["schema_version"] == SCHEMA_VERSION and o["n_jobs"] == 0 and o["unschedulable"] == 2
+        assert o["avg_jct_s"] is None and o["p999_jct_s"] is None
+    assert "warning" in r.stderr and "ask for more GPUs" in r.stderr
+
+
+def test_per_job_csv(tmp_path: Path) -> None:
+    t = native(tmp_path / "t.csv", ["j0,0,100,1,a", "j1,1,10,1,a", "j2,2,20,1,a"])
+    out = tmp_path / "jobs.csv"
+    r = invoke(
+        "simulate", "--trace", str(t), "--cluster", "1", "--policy", "fifo,srtf", "--per-job", str(out)
+    )
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(out.open()))
+    assert [r["policy"] for r in rows] == ["fifo"] * 3 + ["srtf"] * 3
+    fifo = {r["job_id"]: r for r in rows if r["policy"] == "fifo"}
+    assert float(fifo["j2"]["first_start_s"]) == 110 and float(fifo["j2"]["end_s"]) == 130
+    assert float(fifo["j2"]["queue_s"]) == 108 and float(fifo["j2"]["jct_s"]) == 128
+    srtf = {r["job_id"]: r for r in rows if r["policy"] == "srtf"}
+    assert int(srtf["j0"]["preemptions"]) == 1 and float(srtf["j0"]["end_s"]) == 130
+    r = invoke("simulate", "--trace", str(t), "--cluster", "1", "--per-job", str(tmp_path / "no" / "x.csv"))
+    assert r.exit_code == 2 and "--per-job" in r.stderr
+
+
+def test_simulate_lucid_semantics_cli(tmp_path: Path) -> None:
+    t = native(tmp_path / "t.csv", ["j0,0,100,1,a", "j1,1,50,1,a", "j2,1,10,2,a"])
+    r = invoke(
+        "simulate", "--trace", str(t), "--cluster", "a=2", "--policy", "sjf", "--semantics", "lucid", "--json"
+    )
+    assert r.exit_code == 0, r.output
+    o = _strict_json(r.stdout.splitlines()[0])
+    assert o["semantics"] == "lucid" and o["placement"] == "node" and o["estimator"] == "oracle"
+    assert o["avg_jct_s"] == pytest.approx((100 + (110 - 1) + (160 - 1)) / 3)

@@ -1,0 +1,103 @@
+"""Start-time prediction from a ClusterSnapshot (sdk.sim.predict_starts): the same code for a
+trace cut and a live queue."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from schedmate.core.cluster import ClusterSnapshot, JobState, JobView, NodeView
+from schedmate.core.errors import InputError
+from schedmate.sdk.sim import predict_starts
+from schedmate.sim import Simulator, make_estimator, make_policy, synthetic_trace
+from schedmate.sim.whatif import ArrivalModel, DurationModel, snapshot_from_trace
+
+T0 = 1_700_000_000.0  # a live snapshot's POSIX time
+
+
+def live_snapshot() -> ClusterSnapshot:
+    """2 nodes x 4 GPUs in partition 'gpu'; 2 running jobs with ETAs, 3 pending with estimates."""
+    nodes = tuple(NodeView(f"n{i}", gpus=4, partitions=("gpu",)) for i in range(2))
+    run = [
+        JobView(
+            "r1", user="u", state=JobState.RUNNING, partition="gpu", gpus=4, start_time=T0 - 50, eta_s=100
+        ),
+        JobView(
+            "r2", user="u", state=JobState.RUNNING, partition="gpu", gpus=4, start_time=T0 - 10, eta_s=300
+        ),
+    ]
+    pend = [
+        JobView("p1", user="v", partition="gpu", gpus=4, submit_time=T0 - 40, estimate_s=1000),
+        JobView("p2", user="v", partition="gpu", gpus=8, submit_time=T0 - 30, estimate_s=50),
+        JobView("p3", user="v", partition="gpu", gpus=2, submit_time=T0 - 20, estimate_s=10),
+    ]
+    return ClusterSnapshot(T0, (*run, *pend), nodes)
+
+
+def test_live_snapshot_strict_fifo_is_exact() -> None:
+    # known durations and ETAs, no arrivals: every sampled future is the same
+    preds = {p.job_id: p for p in predict_starts(live_snapshot(), policy="fifo", arrivals=False, samples=3)}
+    # p1 takes r1's GPUs at +100; p2 (8 GPUs) waits for both: +1100; p3 after p2: +1150
+    for jid, at in (("p1", 100), ("p2", 1100), ("p3", 1150)):
+        p = preds[jid]
+        assert p.p10_s == p.p50_s == p.p90_s == pytest.approx(T0 + at), jid
+        assert p.started_in == 3 and p.partition == "gpu"
+
+
+def test_backfill_policy_uses_the_same_snapshot() -> None:
+    preds = {p.job_id: p for p in predict_starts(live_snapshot(), policy="sjf", arrivals=False, samples=1)}
+    assert preds["p3"].p50_s == pytest.approx(T0 + 100)  # the shortest job first when r1 ends
+
+
+def test_snapshot_needs_a_cluster() -> None:
+    snap = ClusterSnapshot(T0, live_snapshot().jobs)  # no nodes
+    with pytest.raises(InputError, match="no nodes"):
+        predict_starts(snap)
+    assert predict_starts(snap, cluster={"gpu": 8}, arrivals=False, samples=1)
+    for bad in ({"samples": 0}, {"horizon_s": float("nan")}):
+        with pytest.raises(InputError):
+            predict_starts(live_snapshot(), **bad)  # type: ignore[arg-type]
+
+
+def test_duration_model_conditions_on_elapsed() -> None:
+    m = DurationModel([("u", "a", 1, d) for d in (10.0, 20.0, 100.0, 1000.0)])
+    rng = random.Random(0)
+    draws = {m.sample("u", "a", 1, rng) for _ in range(200)}
+    assert draws == {10.0, 20.0, 100.0, 1000.0}
+    left = {m.sample("u", "a", 1, rng, elapsed=50.0) for _ in range(200)}
+    assert left == {50.0, 950.0}  # only the jobs that ran longer than 50 s
+    assert m.sample("u", "a", 1, rng, elapsed=5000.0) == 5000.0  # longer than all: as long again
+    shared: dict[tuple[str, ...], float] = {}
+    a = m.sample("u", "a", 1, rng, shared=shared)
+    assert all(m.sample("u", "a", 1, rng, shared=shared) == a for _ in range(20))  # one quantile per key
+
+
+def test_arrival_model_rate() -> None:
+    rng = random.Random(1)
+    week = 7 * 86400.0
+    # 2 weeks of history, one job every 10 min in 'a' only
+    hist = [(t, "u", "a", 1, 60.0) for t in range(0, int(2 * week), 600)]
+    m = ArrivalModel(hist, 0.0, 2 * week)
+    jobs = m.sample(2 * week, 86400.0, rng)
+    assert {j.vc for j in jobs} == {"a"}
+    assert 144 * 0.8 < len(jobs) < 144 * 1.2  # 144 a day expected
+    assert all(2 * week < j.submit_s <= 2 * week + 86400 for j in jobs)
+
+
+def test_trace_snapshot_hides_durations() -> None:
+    jobs = synthetic_trace(300, seed=4)
+    cl = {"a": 16, "b": 16}
+    truth = Simulator(jobs, cl, make_policy("fifo"), make_estimator("oracle")).run()
+    t = jobs[150].submit_s
+    snap, finished, history = snapshot_from_trace(jobs, truth, t)
+    assert snap.time == t and snap.pending and snap.running
+    assert all(j.estimate_s is None and j.eta_s is None for j in snap.jobs)  # what a live queue shows
+    done = {st.job_id for st in truth.jobs if 0 <= st.end <= t}
+    assert len(finished) == len(done)
+    assert sum(1 for h in history if h[4] > 0) == len(done)
+    preds = predict_starts(snap, policy="fifo", cluster=cl, history=history, samples=5, seed=2)
+    assert {p.job_id for p in preds} == {j.job_id for j in snap.pending}
+    for p in preds:
+        assert p.p10_s is not None and p.p50_s is not None and p.p90_s is not None
+        assert t <= p.p10_s <= p.p50_s <= p.p90_s
