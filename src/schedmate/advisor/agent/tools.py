@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex  # type: ignore[import-untyped]  # pinned in pyproject; no type stubs installed
+
 from schedmate.core.errors import InputError
+from schedmate.inputs import Deadline
 
 __all__ = ["Tool", "ToolError", "JobDirTools", "SKIP_DIRS"]
 
@@ -51,9 +54,11 @@ _MAX_LINE_CHARS = 300  # per line shown by file_read / grep
 _MAX_GREP_LINE_CHARS = 2000  # longer lines are searched only up to here (bounds regex time)
 _MAX_DEPTH = 6
 _MAX_READ_LINES = 500
-# A quantified group that itself contains a quantifier, e.g. (a+)+ or (\w*)*: catastrophic
-# backtracking on a hostile line. Python's re has no timeout, so such patterns are refused.
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]")
+# Patterns come from the model and lines from the job: a pattern such as (a|aa)*b backtracks
+# exponentially in Python's re, which has no timeout. grep uses the `regex` engine (re syntax,
+# V0) whose matching takes a timeout, under one deadline for the whole call. The engine checks
+# its timeout coarsely (measured: up to 2.4x late), so each search gets half the time left.
+GREP_DEADLINE_S = 2.0
 
 
 class ToolError(Exception):
@@ -144,6 +149,7 @@ class JobDirTools:
         max_tree_entries: int = 300,
         max_grep_hits: int = 40,
         max_grep_files: int = 2000,
+        grep_deadline_s: float = GREP_DEADLINE_S,
     ) -> None:
         root_path = Path(root)
         if not root_path.is_dir():
@@ -156,6 +162,7 @@ class JobDirTools:
         self.max_tree_entries = max_tree_entries
         self.max_grep_hits = max_grep_hits
         self.max_grep_files = max_grep_files
+        self.grep_deadline_s = grep_deadline_s
         self.tools: dict[str, Tool] = {
             t.name: t
             for t in (
@@ -373,11 +380,9 @@ class JobDirTools:
             raise ToolError("grep needs a non-empty pattern")
         if len(pattern) > _MAX_PATTERN_CHARS:
             raise ToolError(f"pattern longer than {_MAX_PATTERN_CHARS} characters")
-        if _NESTED_QUANTIFIER.search(pattern):
-            raise ToolError("pattern has a nested quantifier such as (a+)+; simplify it")
         try:
-            rx = re.compile(pattern, re.IGNORECASE)
-        except re.error as exc:
+            rx = regex.compile(pattern, regex.IGNORECASE | regex.V0)
+        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
             raise ToolError(
                 f"invalid regular expression {pattern!r}: {exc}; escape special characters "
                 "to search plain text"
@@ -386,6 +391,7 @@ class JobDirTools:
         if not base.exists():
             raise ToolError(f"'{_clip(path, 80)}' not found")
         files: Iterator[Path] = iter([base]) if base.is_file() else self._walk_files(base)
+        deadline = Deadline(self.grep_deadline_s, "grep")
         hits: list[str] = []
         scanned = 0
         capped = False
@@ -406,7 +412,14 @@ class JobDirTools:
             if self._is_binary(data):
                 continue
             for no, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                if rx.search(line[:_MAX_GREP_LINE_CHARS]):
+                try:
+                    found = rx.search(line[:_MAX_GREP_LINE_CHARS], timeout=max(deadline.remaining() / 2, 1e-3))
+                except TimeoutError:
+                    raise ToolError(
+                        f"pattern {_clip(pattern, 60)!r} took more than {self.grep_deadline_s:g} s "
+                        f"(stopped at {rel}:{no}); use a simpler pattern or plain text"
+                    ) from None
+                if found:
                     hits.append(f"{rel}:{no}: {_clip(line.strip(), 200)}")
                     if len(hits) >= self.max_grep_hits:
                         capped = True
