@@ -413,7 +413,9 @@ class JobDirTools:
                 continue
             for no, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
                 try:
-                    found = rx.search(line[:_MAX_GREP_LINE_CHARS], timeout=max(deadline.remaining() / 2, 1e-3))
+                    found = rx.search(
+                        line[:_MAX_GREP_LINE_CHARS], timeout=max(deadline.remaining() / 2, 1e-3)
+                    )
                 except TimeoutError:
                     raise ToolError(
                         f"pattern {_clip(pattern, 60)!r} took more than {self.grep_deadline_s:g} s "
