@@ -21,9 +21,10 @@ import io
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from schedmate.core.errors import InputError
@@ -77,6 +78,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _split(path: Path, no: int, line: str) -> list[str]:
+    if '"' not in line:  # the common case: no quoting, a plain split is the CSV parse
+        return line.rstrip("\r\n").split(",")
     try:
         return next(csv.reader([line]))
     except (csv.Error, StopIteration) as exc:
@@ -118,14 +121,31 @@ def _num(path: Path, no: int, row: dict[str, str], key: str, *, allow_empty: boo
     return v
 
 
+_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}):(\d{2}):(\d{2})")
+_EPOCH_DAY = datetime(1970, 1, 1).toordinal()
+
+
+def _utc_seconds(text: str, days: dict[str, int]) -> float:
+    """'YYYY-mm-dd HH:MM:SS' as UTC seconds: naive timestamps are never read in the machine's
+    time zone (a DST change would move jobs by an hour). Dates are parsed once (cache)."""
+    m = _STAMP.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(text)
+    date, hh, mm, ss = m.groups()
+    day = days.get(date)
+    if day is None:
+        day = days[date] = datetime.strptime(date, "%Y-%m-%d").toordinal() - _EPOCH_DAY
+    h, mi, se = int(hh), int(mm), int(ss)
+    if h > 23 or mi > 59 or se > 59:
+        raise ValueError(text)
+    return float(day * 86400 + h * 3600 + mi * 60 + se)
+
+
 def _philly(path: Path) -> Iterator[TraceJob]:
+    days: dict[str, int] = {}
     for no, row in _rows(path):
-        try:  # naive timestamps are UTC: never the machine's time zone (DST would move jobs)
-            ts = (
-                datetime.strptime(row["timestamp"].strip(), "%Y-%m-%d %H:%M:%S")
-                .replace(tzinfo=UTC)
-                .timestamp()
-            )
+        try:
+            ts = _utc_seconds(row["timestamp"], days)
         except (KeyError, ValueError):
             raise InputError(
                 f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)"
@@ -252,7 +272,12 @@ def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[
     if limit is not None:
         jobs = jobs[:limit]
     t0 = jobs[0].submit_s
-    return [replace(j, submit_s=j.submit_s - t0) for j in jobs]
+    if t0 == 0:
+        return jobs
+    return [
+        TraceJob(j.job_id, j.submit_s - t0, j.duration_s, j.gpus, j.vc, j.user, j.name, j.share, j.failed)
+        for j in jobs
+    ]
 
 
 def synthetic_trace(
