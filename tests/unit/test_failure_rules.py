@@ -237,3 +237,73 @@ def test_a_rank_said_to_lag_makes_the_timeout_application(h: FailureHandler) -> 
     ]
     r = h.diagnose_lines(lines)
     assert r.category == "application" and r.kind == "slow_rank_timeout"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "训练失败：找不到数据文件 train.jsonl",
+        "Erro ao treinar: arquivo de dados vazio",
+        "Ошибка обучения: пустой датасет",
+    ],
+)
+def test_more_languages_and_unspaced_scripts(h: FailureHandler, line: str) -> None:
+    r = h.diagnose_lines(["step 1 loss 2.0", line])
+    assert r.root_cause_line == line
+
+
+def test_ascii_boxed_traceback_resolves_to_its_exception(h: FailureHandler) -> None:
+    lines = [
+        "+------------------- Traceback (most recent call last) -------------------+",
+        "| /app/run.py:12 in main                                                   |",
+        "|   12     model.fit(x)                                                    |",
+        "+--------------------------------------------------------------------------+",
+        "TypeError: fit() missing 1 required positional argument: 'y'",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 5
+
+
+def test_cpp_what_line_is_the_cause_not_the_location_note(h: FailureHandler) -> None:
+    lines = [
+        "terminate called after throwing an instance of 'c10::Error'",
+        "  what():  CUDA error: an illegal memory access was encountered",
+        "Exception raised from c10_cuda_check_implementation at /src/c10/cuda/CUDAException.cpp:44 "
+        "(most recent call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application"
+
+
+def test_sigterm_before_the_schedulers_reason_yields_to_it(h: FailureHandler) -> None:
+    lines = [
+        "step 5000 loss 0.71",
+        "[WARNING] torchrun: Received SIGTERM, forwarding to the workers",
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+        "slurmstepd: error: *** STEP 31.0 ON c-12 CANCELLED AT 2026-04-01T08:00:00 DUE TO TIME LIMIT ***",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 4 and r.kind == "time_limit"
+
+
+def test_a_kill_then_the_memory_limit_message_yields_to_it(h: FailureHandler) -> None:
+    lines = [
+        "/var/spool/slurm/job77/slurm_script: line 9:  4321 Killed   python train.py",
+        "slurmstepd: error: Detected 2 oom_kill events in StepId=77.batch. Some tasks were OOM Killed.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.kind == "memory_limit"
+
+
+def test_program_caused_xid_is_no_hardware_evidence(h: FailureHandler) -> None:
+    lines = [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "[Tue Apr  1 10:00:00 2026] NVRM: Xid (PCI:0000:17:00): 31, pid=4242, Ch 00000010, MMU Fault",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 1 and r.category == "application"
+    hw = [
+        lines[0],
+        "[Tue Apr  1 10:00:00 2026] NVRM: Xid (PCI:0000:17:00): 79, pid=0, GPU has fallen off the bus",
+    ]
+    assert h.diagnose_lines(hw).category == "infrastructure"

@@ -2,8 +2,10 @@
 
 A line alone can mislead; the lines around it often settle the category:
 - an error that looks like the job's own (CUDA out of memory, an illegal address, a launch
-  failure) on a node that logged GPU hardware faults (Xid, uncorrectable ECC, NVLink errors,
-  a GPU off the bus) is infrastructure: the faulty GPU produced it;
+  failure) on a node that logged GPU hardware faults (hardware Xids such as 48/63/64/74/79/
+  92-95/119-123, uncorrectable ECC, NVLink errors, a GPU off the bus) is infrastructure: the
+  faulty GPU produced it. Xids a program causes itself (13, 31, 43: MMU faults, engine
+  exceptions) are not evidence;
 - a collective or store timeout with one rank visibly behind (a data-preparation progress
   bar still running, a rank said to be lagging, a slow data loader) and no fabric error is
   application: the job starved its own peers; with fabric errors it stays infrastructure.
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["reconsider", "hardware_evidence", "behind_evidence", "fabric_evidence"]
 
 _HARDWARE = re.compile(
-    r"\bXid\b|uncorrectable ECC|\bECC (?:error|failure)|double[- ]bit (?:ECC )?error|row remap(?:ping)? failure"
+    r"\bXid\b\s*(?:\([^)]*\)\s*:?\s*)?(?:48|6[34]|74|79|9[2-5]|119|12[0-3]|140|14[3-5]|15[04])\b"
+    r"|uncorrectable ECC|\bECC (?:error|failure)|double[- ]bit (?:ECC )?error|row remap(?:ping)? failure"
     r"|retired pages? pending|fell off the bus|fallen off the bus|\bGPU is lost\b|NVLink.{0,40}(?:error|fatal|down)",
     re.I,
 )

@@ -43,7 +43,8 @@ _FRAME_BODY = re.compile(r"^\s+(File \"|at |\^+$|~+$)|^\s{2,}\S|^\s*[│┃║�
 # a user's or a library's own error print: an error word (several languages) then a colon
 _ERROR_WORD = re.compile(
     r"^\W{0,3}(?:\[[^\]]{0,60}\]\s*|\d[\d:.,/TZ+-]*\s+)*(?:[\w.-]+:?\s+){0,3}"
-    r"(?:error|fehler|erreur|errore|错误|錯誤|エラー|오류|ошибка|błąd|hata|fout|virhe)\b[^:：]{0,40}[:：]\s*\S",
+    r"(?:error|erro|fehler|erreur|errore|ошибка|помилка|błąd|chyba|hiba|hata|fout|virhe)\b[^:：]{0,40}[:：]\s*\S"
+    r"|^.{0,24}?(?:错误|錯誤|出错|出錯|失败|失敗|异常|異常|エラー|例外|오류|에러)\s*[:：]\s*\S",
     re.I,
 )
 # native fatal lines: glog's `F1124 10:00:00.123 ...`, CHECK macros, `FATAL ... file.cc:12]`
@@ -51,6 +52,12 @@ _NATIVE_FATAL = re.compile(
     r"^\s*F\d{4} \d\d:\d\d:\d\d|\bCheck failed:|\bFATAL\b.{0,80}\.(?:cc|cpp|cu|h):\d+\]"
 )
 _METRIC = re.compile(r"\d\.\d")
+# inside a traceback: an ASCII-boxed frame (`| /path/x.py:12 in f |`, `+----+`)
+_ASCII_BOX = re.compile(r"^\s*(?:\|\s|\+[-=+]{3,})")
+# C++ exceptions: `terminate called after throwing ...` then `  what():  <message>`
+_WHAT = re.compile(r"^\s*what\(\):\s+\S")
+# c10's location note after a what(): never the cause
+_RAISED_FROM = re.compile(r"^\s*Exception raised from \S+ at .{0,200}\(most recent call first\)")
 _SOURCE_FRAME = re.compile(r'^\s*(?:File "|at \S+\(|frame #\d+:|#\d+ 0x)')
 _EXC_MESSAGE = re.compile(r"^.*?\b[\w.]*(?:Error|Exception|Failure)\w*:\s*")
 _EXC_LINE = re.compile(
@@ -210,8 +217,10 @@ class FailureLocator:
         bare = not specific and not _EXC_LINE.match(lines[i])
         if (bare or printed) and not _NATIVE_FATAL.search(lines[i]):
             for j in range(i + 1, min(len(lines), i + _LOOKAHEAD)):
+                if _RAISED_FROM.match(lines[j]):
+                    continue
                 s2 = self._strong(lines[j])
-                if s2 is not None or _EXC_LINE.match(lines[j]):
+                if s2 is not None or _EXC_LINE.match(lines[j]) or _WHAT.match(lines[j]):
                     if _repeats(lines[i], lines[j]):
                         # the user's own print already stated this cause: it stays first
                         sig = s2 or self.kb.match(lines[j]) or sig
@@ -234,7 +243,7 @@ class FailureLocator:
         end = min(len(lines), j + 500)
         while j < end:
             text = lines[j]
-            if _is_frame(text) or not text.strip():
+            if _is_frame(text) or _ASCII_BOX.match(text) or not text.strip():
                 j += 1
                 continue
             if _EXC_LINE.match(text) or ":" in text:
