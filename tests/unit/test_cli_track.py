@@ -11,6 +11,9 @@ from typer.testing import CliRunner
 from schedmate.cli import app
 
 KEYS = {
+    "schema_version",
+    "events",
+    "log_eta_s",
     "file",
     "has_progress",
     "last_progress_line",
@@ -69,7 +72,8 @@ def test_no_progress_log(runner: CliRunner, tmp_path: Path) -> None:
     f = write(tmp_path / "crash.log", b"Traceback (most recent call last):\nValueError: bad\n")
     obj = json.loads(runner.invoke(app, ["track", "--json", str(f)]).stdout)
     assert obj["has_progress"] is False
-    assert all(obj[k] is None for k in KEYS - {"file", "has_progress"})
+    assert all(obj[k] is None for k in KEYS - {"file", "has_progress", "schema_version", "events"})
+    assert obj["events"] == [] and obj["schema_version"] >= 1
 
 
 def test_text_summary(runner: CliRunner, tmp_path: Path) -> None:

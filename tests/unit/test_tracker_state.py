@@ -75,6 +75,9 @@ def test_no_progress() -> None:
     r = run(["Traceback (most recent call last):", "ValueError: nope"])
     assert not r.has_progress and r.step is None
     assert set(r.to_json_dict()) == {
+        "schema_version",
+        "events",
+        "log_eta_s",
         "file",
         "has_progress",
         "last_progress_line",

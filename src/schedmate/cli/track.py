@@ -97,7 +97,7 @@ def track(
     for res in track_files(tracker, files, live=not finished):
         results.append(res)
         if as_json:
-            sys.stdout.write(json.dumps(res.to_json_dict()) + "\n")
+            sys.stdout.write(json.dumps(res.to_json_dict(), allow_nan=False) + "\n")
             sys.stdout.flush()
     save_tracker_state(tracker, settings)
     if not as_json:
@@ -123,7 +123,7 @@ def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-unty
         for up in tracker.follow(path):
             obj = up.result.to_json_dict()
             obj["events"] = [e.to_dict() for e in up.new_events]
-            sys.stdout.write(json.dumps(obj) + "\n")
+            sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
             sys.stdout.flush()
         return
     with Progress(

@@ -89,7 +89,12 @@ class TrackEvent:
     ratio: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "line_no": self.line_no, "message": self.message, "ratio": self.ratio}
+        return {
+            "kind": self.kind,
+            "line_no": self.line_no,
+            "message": self.message,
+            "ratio": _num(self.ratio),
+        }
 
 
 def _num(x: float | None) -> float | None:
@@ -118,10 +123,12 @@ class TrackResult:
     eta_s: float | None = None
     events: tuple[TrackEvent, ...] = field(default_factory=tuple)
     error: str | None = None
+    log_eta_s: float | None = None  # the ETA the log prints itself, beside ours
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Exactly the keys of the public `track --json` contract."""
+        """Exactly the keys of the public `track --json` contract (`events` always present)."""
         return {
+            "schema_version": SCHEMA_VERSION,
             "file": self.file,
             "has_progress": self.has_progress,
             "last_progress_line": self.last_progress_line,
@@ -133,5 +140,7 @@ class TrackResult:
             "throughput": self.throughput.to_dict() if self.throughput else None,
             "progress": _num(self.progress),
             "eta_s": _num(self.eta_s),
+            "log_eta_s": _num(self.log_eta_s),
+            "events": [e.to_dict() for e in self.events],
             "error": self.error,
         }

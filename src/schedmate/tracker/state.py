@@ -206,6 +206,7 @@ def summarize(
     config_total: int | None = None,
     batch_size: float | None = None,
     events: Iterable[TrackEvent] = (),
+    eta_window: int = 20,
 ) -> TrackResult:
     """Merge samples (in log order, evaluation ones included) into the answer for one file.
 
@@ -259,14 +260,16 @@ def summarize(
 
     loss = values.get("loss")
     progress = eta = None
-    if step is not None and total:
-        progress = min(max(step / total, 0.0), 1.0)
-        rate = _recent_step_time(train) or step_time
+    rem = values.get("remaining_s")
+    log_eta = rem if isinstance(rem, float) else None
+    if step is not None and total and anchor is not None:
+        done, whole = _run_position(train, anchor, step, total)
+        progress = min(max(done / whole, 0.0), 1.0)
+        rate = _recent_step_time(train, eta_window) or step_time
         if isinstance(rate, float) and rate > 0:
-            eta = max(total - step, 0) * rate
+            eta = max(whole - done, 0) * rate
     if eta is None:
-        rem = values.get("remaining_s")
-        eta = rem if isinstance(rem, float) else None
+        eta = log_eta
 
     return TrackResult(
         file=file,
@@ -284,6 +287,7 @@ def summarize(
         progress=progress,
         eta_s=eta,
         events=tuple(events),
+        log_eta_s=log_eta,
     )
 
 
@@ -296,6 +300,24 @@ def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     (s0, t0), (s1, t1) = pts[-2], pts[-1]
     rate = (t1 - t0) / (s1 - s0)
     return 0.5 <= rate * s1 / t1 <= 2.0
+
+
+def _run_position(
+    train: Sequence[tuple[ProgressSample, bool]], anchor: ProgressSample, step: int, total: int
+) -> tuple[float, float]:
+    """(steps done, steps in the whole run). With epoch x of N and i of `total` iterations
+    per epoch, the run is N * total steps and ((x - 1) * total + i) are done (x when the log
+    counts epochs from 0); otherwise the step and total as printed."""
+    if anchor.epoch is not None and anchor.step == anchor.epoch:
+        return float(step), float(total)  # the epoch is the counter already
+    src = anchor
+    if src.epoch is None or src.total_epochs is None:
+        src = next((s for s, _ in reversed(train) if s.epoch is not None and s.total_epochs), anchor)
+    if src.epoch is None or not src.total_epochs or src.epoch > src.total_epochs or step > total:
+        return float(step), float(total)
+    zero_based = any(s.epoch == 0 for s, _ in train)
+    epochs_done = src.epoch if zero_based else src.epoch - 1
+    return epochs_done * total + step, float(src.total_epochs * total)
 
 
 def _take(values: dict[str, object], s: ProgressSample) -> None:
@@ -469,17 +491,27 @@ def _choose_anchor(
     return anchor, skipped
 
 
-def _recent_step_time(train: Sequence[tuple[ProgressSample, bool]], window: int = 20) -> float | None:
+def _recent_step_time(train: Sequence[tuple[ProgressSample, bool]], window: int) -> float | None:
     """Median of the recent stated step times (robust to one slow logging step)."""
     times = [s.step_time_s for s, _ in train[-window:] if s.step_time_s]
     return statistics.median(times) if times else None
 
 
+def _trimmed_mean(values: Iterable[float], cut: float = 0.2) -> float:
+    """Mean without the top and bottom `cut` share: robust to one slow logging step (a
+    checkpoint save), and steady on a step time that alternates (0.5 s / 1.5 s gives 1.0 s
+    for any window, where a median flips between the two)."""
+    v = sorted(values)
+    k = int(len(v) * cut)
+    kept = v[k : len(v) - k] or v
+    return sum(kept) / len(kept)
+
+
 class EventDetector:
     """Online slowdown / stall detection over step-time observations.
 
-    Baseline = median step time of an older window; a slowdown fires when the median of the
-    recent `k` observations exceeds `factor` x baseline (e.g. another job was packed on the
+    Baseline = trimmed mean step time of an older window; a slowdown fires when the trimmed
+    mean of the recent `k` observations exceeds `factor` x baseline (e.g. another job was packed on the
     same GPUs) and is reported again only after it recovered. Stalls compare the time since
     the last progress with the usual gap between progress lines.
     """
@@ -488,7 +520,7 @@ class EventDetector:
         self,
         *,
         factor: float = 1.3,
-        k: int = 5,
+        k: int = 8,
         baseline_n: int = 30,
         stall_factor: float = 10.0,
         stall_min_s: float = 300.0,
@@ -540,17 +572,19 @@ class EventDetector:
             return events
         self.recent.append(dt)
         if len(self.base) >= self.k and len(self.recent) == self.k:
-            base = statistics.median(self.base)
-            cur = statistics.median(self.recent)
+            base = _trimmed_mean(self.base)
+            cur = _trimmed_mean(self.recent)
             ratio = cur / base if base > 0 else 1.0
             if not self.slow and ratio >= self.factor:
                 self.slow = True
+                now_st = statistics.median(self.recent)  # the new step time, as reported
+                shown = now_st / base if base > 0 else ratio
                 events.append(
                     TrackEvent(
                         "slowdown",
                         s.line_no,
-                        f"step time {cur:.3g}s is {ratio:.2f}x the usual {base:.3g}s",
-                        ratio,
+                        f"step time {now_st:.3g}s is {shown:.2f}x the usual {base:.3g}s",
+                        shown,
                     )
                 )
             elif self.slow and ratio < 1 + (self.factor - 1) / 2:

@@ -137,7 +137,14 @@ class MetricTracker:
         for s, _ in samples:
             if not s.is_eval:
                 events.extend(det.observe(s))
-        return summarize(file, samples, config_total=config_total, batch_size=batch_size, events=events)
+        return summarize(
+            file,
+            samples,
+            config_total=config_total,
+            batch_size=batch_size,
+            events=events,
+            eta_window=self.settings.eta_window,
+        )
 
     def _samples(
         self, lines: list[str], first_line_no: int
@@ -261,4 +268,7 @@ class MetricTracker:
                     new.extend(det.observe(s, now=now))
             if got or new:
                 events.extend(new)
-                yield TrackUpdate(summarize(str(path), list(recent), events=events), tuple(new))
+                result = summarize(
+                    str(path), list(recent), events=events, eta_window=self.settings.eta_window
+                )
+                yield TrackUpdate(result, tuple(new))
