@@ -34,3 +34,53 @@ def test_similar_program_found_and_scaled_with_real_embeddings(
     far = store.search(minilm.embed([adv.text_of(adv.extract(hist[-1]).metadata, hist[-1])])[0], 7)
     lm_sims = [n.similarity for n in far if n.record.job_id.startswith("lm")]
     assert lm_sims and max(lm_sims) < 0.8
+
+
+def test_minilm_configured_is_minilm_used_through_the_sdk_and_cli(
+    tmp_path: Path, minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--embedder minilm` must embed with MiniLM: an empty CachedEmbedder is falsy and
+    `embedder_of(settings) or HashEmbedder()` silently ran every command on hashing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+    from schedmate.core.settings import Settings
+    from schedmate.sdk.advising import build_advisor, history_stats, import_history
+
+    hist, q = two_programs(tmp_path)
+    settings = Settings(cache_dir=str(tmp_path / "cache"), embedder={"backend": "minilm"})
+    adv = build_advisor(settings, tmp_path / "h.db")
+    assert adv.embedder.name == "minilm" and adv.embedder.dim == 384
+    adv.store.close()
+    jsonl = tmp_path / "hist.jsonl"
+    jsonl.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "job_id": r.job_id,
+                    "duration_s": r.duration_s,
+                    "code_dir": r.code_dir,
+                    "command": r.command,
+                    "user": r.user,
+                }
+            )
+            + "\n"
+            for r in hist
+        )
+    )
+    rep = import_history(settings, jsonl, store=tmp_path / "h.db")
+    assert rep.imported == 7 and rep.error_count == 0
+    assert history_stats(settings, tmp_path / "h.db").embedder == "minilm"
+    monkeypatch.setenv("SCHEDMATE_CACHE_DIR", str(tmp_path / "cache"))
+    r = CliRunner().invoke(
+        app, ["--embedder", "minilm", "history", "stats", "--json", "--store", str(tmp_path / "h.db")]
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["embedder"] == "minilm"
+    # a store embedded with MiniLM cannot silently be read with hashing
+    r = CliRunner().invoke(
+        app, ["--embedder", "hash", "advise", "--store", str(tmp_path / "h.db"), "--code", str(q.code_dir)]
+    )
+    assert r.exit_code == 2 and "minilm" in r.stderr
