@@ -39,7 +39,9 @@ class TimeVaryingKey(Protocol):
     next unrelated arrival or finish of its virtual cluster."""
 
     def next_change(self, job: JobState, now: float) -> float | None:
-        """When the running job's key next changes other than continuously, or None."""
+        """When the running job's key next changes other than continuously, or None.
+        A policy whose running keys never rise except at these times may say so with a
+        `keys_rise_only_at_events = True` attribute (the engine then caches "nothing to evict")."""
         ...
 
 
@@ -104,6 +106,7 @@ class TiresiasPolicy:
     preemptive: bool = True
     backfill: bool = True
     demote_above: bool = False
+    keys_rise_only_at_events: bool = True
 
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
         # _ran(job, now) inlined (hot path)

@@ -66,6 +66,10 @@ class VCState:
     stranded_t: float = 0.0  # since when
     vid: int = 0  # index of the VC (round events)
     round_at: float = -1.0  # batched rounds: time of its pending round, -1 when none
+    ver: int = 0  # bumped when its running set or a running job's key jump changes
+    no_evict: tuple[int, tuple[tuple[float, ...], int, int]] | None = (
+        None  # (ver, head) nothing can evict for
+    )
 
     @property
     def max_job(self) -> int:
