@@ -150,6 +150,13 @@ def test_device_assert_yields_to_the_kernel_assertion(h: FailureHandler) -> None
         ("resolution: exception / claim_expired", "platform_abort"),
         ("resolver: could not resolve host 'trainer-0.headless.ns': no such host", "dns_failure"),
         ("Error [CUDA] error 999: unknown error at reduce.cu:12", "cuda_driver_error"),
+        ("job 5.2 has exceeded hard wall clock time; terminating", "time_limit"),
+        ('job 9.1 exceeds job soft limit "s_vmem" of queue "gpu.q" - sending SIGUSR1', "memory_limit"),
+        ("held: the job had gone over the memory limit (12000 MB used)", "memory_limit"),
+        ("reason: The node had condition: [DiskPressure]", "kube_evicted"),
+        ("attempt 2 failed: Host EC2 (instance i-9f9f9f) terminated.", "preemption"),
+        ("TERM_OWNER: job killed by its owner", "terminated_by_signal"),
+        ("mpirun: process rank 5 on node n-2 exited on signal 9 (Killed).", "process_killed_sigkill"),
     ],
 )
 def test_platform_messages_are_root_causes_without_an_exception(
@@ -307,3 +314,39 @@ def test_program_caused_xid_is_no_hardware_evidence(h: FailureHandler) -> None:
         "[Tue Apr  1 10:00:00 2026] NVRM: Xid (PCI:0000:17:00): 79, pid=0, GPU has fallen off the bus",
     ]
     assert h.diagnose_lines(hw).category == "infrastructure"
+
+
+def test_logged_print_with_the_quoted_message_stays_first(h: FailureHandler) -> None:
+    lines = [
+        "2026-05-01 10:00:00 | ERROR | runner:88 - job failed: Split 'dev' not found in corpus 'c4'",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+        "KeyError: \"Split 'dev' not found in corpus 'c4'\"",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 1
+
+
+def test_nccl_cuda_failure_that_is_an_oom_is_application(h: FailureHandler) -> None:
+    lines = [
+        "RuntimeError: NCCL error in: ../c10d/NCCLUtils.hpp:121, unhandled cuda error, NCCL version 2.19.3",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'out of memory'",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 1 and r.category == "application"
+
+
+def test_nccl_cuda_failure_without_oom_stays_infrastructure(h: FailureHandler) -> None:
+    lines = [
+        "RuntimeError: NCCL error in: ../c10d/NCCLUtils.hpp:121, unhandled cuda error, NCCL version 2.19.3",
+        "Last error:",
+        "Cuda failure 'unspecified launch failure'",
+    ]
+    assert h.diagnose_lines(lines).category == "infrastructure"
+
+
+def test_a_native_check_failure_without_a_known_cause_is_application(h: FailureHandler) -> None:
+    lines = ["I0301 step 4", "F0301 12:00:00.000 9 graph.cc:41] Check failed: rank == 2 (3 vs. 2)", "Aborted"]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application"

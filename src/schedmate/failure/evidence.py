@@ -8,7 +8,9 @@ A line alone can mislead; the lines around it often settle the category:
   exceptions) are not evidence;
 - a collective or store timeout with one rank visibly behind (a data-preparation progress
   bar still running, a rank said to be lagging, a slow data loader) and no fabric error is
-  application: the job starved its own peers; with fabric errors it stays infrastructure.
+  application: the job starved its own peers; with fabric errors it stays infrastructure;
+- NCCL's "unhandled cuda error" whose last CUDA error, printed just after, is out of memory
+  is the job's own OOM (application).
 
 The lexicons below describe classes of evidence, not any particular log.
 """
@@ -37,6 +39,10 @@ _OOM_LIKE = re.compile(
     r"|illegal memory access|unspecified launch failure|misaligned address",
     re.I,
 )
+_OOM = re.compile(r"out of memory|OutOfMemory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
+_CUDA_CALL_FAILED = re.compile(
+    r"unhandled cuda error|ncclUnhandledCudaError|Call to CUDA function failed", re.I
+)
 _TIMEOUT = re.compile(r"time[ds]?[ -]?out|Timeout|ran for \d+ ?milli|watchdog", re.I)
 _FABRIC = re.compile(
     r"NET/(?:IB|OFI|Socket|RoCE)\b.{0,160}\b(?:error|fail\w*|closed|reset|unreachable)|IBV_WC_(?!SUCCESS\b)\w+"
@@ -56,6 +62,7 @@ _BEHIND = re.compile(
 )
 _BEFORE_HW = 2000
 _BEFORE_NEAR = 30
+_AFTER_NEAR = 6
 
 
 def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
@@ -91,6 +98,19 @@ def reconsider(
                 method=f"{v.method}+evidence",
                 signature=sig,
                 evidence=(root, hw),
+            )
+    if v.category == "infrastructure" and _CUDA_CALL_FAILED.search(root):
+        oom = next((ln for ln in rest[:_AFTER_NEAR] if _OOM.search(ln)), None)
+        if oom is not None:  # NCCL's "unhandled cuda error ... Last error: out of memory"
+            sig = kb.match(oom)
+            return replace(
+                v,
+                category="application",
+                kind=sig.kind if sig is not None and sig.category == "application" else "oom_cuda",
+                confidence=0.8,
+                method=f"{v.method}+evidence",
+                signature=sig,
+                evidence=(root, oom),
             )
     if v.category == "infrastructure" and _TIMEOUT.search(root):
         near = [*before[-_BEFORE_NEAR:], *rest]

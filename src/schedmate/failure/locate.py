@@ -69,7 +69,10 @@ _CHAIN = re.compile(r"During handling of the above exception|The above exception
 _CONTEXT_AFTER = 40
 _CONTEXT_BEFORE = 5
 _BEFORE_KEPT = 5000  # lines before the root kept for the checkpoint search
-_STRONG = 0.7
+_STRONG = 0.7  # a signature this sure marks a line as a cause anywhere (binary-search probes too)
+# inside the failure region, any specific signature does: platform and scheduler messages
+# (LSF TERM_OWNER, a SIGKILL, a host OOM kill) are causes although no exception follows
+_REGION_FLOOR = 0.6
 _LOOKAHEAD = 200
 _DEFER_LOOKAHEAD = 30
 
@@ -101,7 +104,7 @@ def _is_frame(text: str) -> bool:
 
 def _repeats(earlier: str, exc_line: str) -> bool:
     """Does `earlier` already state the message of the exception line `exc_line`?"""
-    msg = _EXC_MESSAGE.sub("", _RANK_PREFIX.sub("", exc_line, count=1), count=1).strip()
+    msg = _EXC_MESSAGE.sub("", _RANK_PREFIX.sub("", exc_line, count=1), count=1).strip().strip("'\"")
     return len(msg) >= 8 and msg[:80].lower() in earlier.lower()
 
 
@@ -151,15 +154,15 @@ class FailureLocator:
         self._size = 0
 
     # -- candidate rules -----------------------------------------------------------------
-    def _strong(self, text: str) -> Signature | None:
+    def _strong(self, text: str, floor: float = _STRONG) -> Signature | None:
         """A specific signature sure enough to mark a line as a cause on its own."""
         sig = self.kb.match(text, include_generic=False)
-        return sig if sig is not None and sig.confidence >= _STRONG else None
+        return sig if sig is not None and sig.confidence >= floor else None
 
-    def _candidate(self, text: str, kind: LineKind) -> Signature | bool:
+    def _candidate(self, text: str, kind: LineKind, floor: float = _STRONG) -> Signature | bool:
         if _GLUED_FRAME.match(text):
             return False  # interleaved garbage: the clean line of the same error follows
-        sig = self._strong(text)
+        sig = self._strong(text, floor)
         if sig is not None:
             return sig
         if _is_frame(text):
@@ -198,7 +201,7 @@ class FailureLocator:
                     return exc
                 i += 1
                 continue
-            cand = self._candidate(text, kinds[i])
+            cand = self._candidate(text, kinds[i], _REGION_FLOOR)
             if cand:
                 return i, cand if isinstance(cand, Signature) else self.kb.match(text)
             i += 1
