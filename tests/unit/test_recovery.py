@@ -275,3 +275,42 @@ def test_json_record_never_carries_nan() -> None:
     ).to_json_dict()
     assert rec["confidence"] is None and rec["recovery"][0]["new_time_limit_s"] is None
     json.dumps(rec, allow_nan=False)
+
+
+def test_a_locked_audit_log_is_a_one_line_error_in_bounded_time(tmp_path: Path) -> None:
+    import fcntl
+    import time
+
+    from schedmate.core.errors import InputError
+
+    p = tmp_path / "audit.jsonl"
+    p.write_text("")
+    with p.open("a") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+        log = AuditLog(p, lock_timeout_s=0.2)
+        t0 = time.monotonic()
+        with pytest.raises(InputError, match="locked"):
+            log.append({"type": "decision"})
+        assert time.monotonic() - t0 < 2
+
+
+def test_only_the_tail_of_a_huge_audit_log_is_read(tmp_path: Path) -> None:
+    import json
+
+    p = tmp_path / "audit.jsonl"
+    rows = [
+        {"type": "execution", "phase": "started", "job_id": "j", "action_id": str(i)} for i in range(2000)
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log = AuditLog(p, max_read_bytes=10_000)
+    assert 0 < len(log.records) < 2000 and log.records[-1]["action_id"] == "1999"
+    assert all("action_id" in r for r in log.records)  # the cut first line was skipped, not parsed
+
+
+def test_a_fifo_audit_log_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    p = tmp_path / "audit.jsonl"
+    os.mkfifo(p)
+    log = AuditLog(p)
+    assert log.read_error is not None and "audit" in log.read_error
