@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import Estimator, OracleEstimator
@@ -33,15 +33,15 @@ from schedmate.sim.failures import FailureModel
 from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.invariants import check_allocation
 from schedmate.sim.placement import (
-    Alloc,
     LucidNodePlacement,
     NodePlacement,
     check_placement,
     uniform_nodes,
 )
 from schedmate.sim.policies import SchedulingPolicy, TimeVaryingKey
+from schedmate.sim.rounds import RoundMixin
 from schedmate.sim.semantics import Semantics
-from schedmate.sim.state import JobState, SimResult, VCState
+from schedmate.sim.state import Event, JobState, SimResult, VCState
 from schedmate.sim.trace import TraceJob
 
 __all__ = ["JobState", "Simulator", "SimResult", "PACK_MAX_GPUS"]
@@ -51,10 +51,8 @@ _FINISH, _ARRIVE, _FAIL, _CHECK, _KEY, _ROUND = 0, 1, 2, 3, 4, 5
 PACK_MAX_GPUS = 8  # as Lucid: multi-node jobs are never packed
 _HEAD = -math.inf  # key prefix of a job requeued at the head of the queue
 
-Event = tuple[float, int, int, int, int]  # time, kind, tie-break, job, version
 
-
-class Simulator:
+class Simulator(RoundMixin):
     def __init__(
         self,
         jobs: Sequence[TraceJob],
@@ -490,204 +488,6 @@ class Simulator:
         st.queued_at = now
         self._push(vc, st, now)
         return True
-
-    # -- one scheduling round -------------------------------------------------------------------
-    def _best_head(self, vc: VCState, max_gpus: int | None) -> tuple[tuple[float, ...], int, int] | None:
-        best = None
-        for g, heap in vc.buckets.items():
-            if heap and (max_gpus is None or g <= max_gpus) and (best is None or heap[0] < best):
-                best = heap[0]
-        return best
-
-    def _victims(
-        self, vc: VCState, now: float, floor: tuple[float, ...]
-    ) -> list[tuple[tuple[float, ...], int]]:
-        """Running jobs strictly worse than `floor` (the round's first head: later heads are no
-        better, so they can only evict from this set), worst (largest key) first. Only those are
-        sorted: a full sort of every running job per round was the hottest path. A packed pair is
-        one entry (its partner's key is checked when it is chosen)."""
-        key = self.policy.key
-        jobs = self.jobs
-        if not self.packing:
-            out = [(k, i) for i in vc.running if (k := key(jobs[i], now)) > floor]
-        else:
-            out = [
-                (k, i)
-                for i in vc.running
-                if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor
-            ]
-        out.sort(reverse=True)
-        return out
-
-    def _limit(self, vc: VCState) -> int:
-        """The largest job that fits in the VC now."""
-        return vc.free if vc.nodes is None else vc.nodes.limit()
-
-    def _strand(self, vc: VCState, now: float, gpus: int) -> None:
-        """Integrate the stranded free GPUs (node placement's fragmentation metric)."""
-        if gpus != vc.stranded:
-            self.stranded_gpu_s += vc.stranded * (now - vc.stranded_t)
-            vc.stranded, vc.stranded_t = gpus, now
-
-    def _node_victims(
-        self,
-        vc: VCState,
-        nodes: NodePlacement,
-        st: JobState,
-        head_key: tuple[float, ...],
-        victims_pool: list[tuple[tuple[float, ...], int]],
-        now: float,
-    ) -> list[int] | None:
-        """Node placement: the strictly worse running jobs to evict so that `st` fits."""
-        key = self.policy.key
-
-        def allowed() -> Iterator[tuple[int, Alloc]]:
-            taken: set[int] = set()
-            for k, i in victims_pool:
-                if not k > head_key:
-                    return
-                if i in vc.running:
-                    p = self.jobs[i].partner
-                    if p >= 0 and (p in taken or not key(self.jobs[p], now) > head_key):
-                        continue  # a pair is evicted whole, only when both jobs are worse
-                    taken.add(i)
-                    yield i, self.jobs[i].alloc
-
-        return nodes.evictions(st.gpus, allowed())
-
-    def _round_would_act(self, vc: VCState, now: float, policy: SchedulingPolicy) -> bool:
-        """Would a round change anything now? Exact for pool placement without packing (the
-        round's rules: start the best head, else evict for it, else backfill); otherwise
-        (and in batched or quota rounds) answers yes."""
-        if not vc.n_pending:
-            return False
-        if self.packing or vc.nodes is not None or self.interval > 0 or self.quota:
-            return True
-        head = self._best_head(vc, None)
-        assert head is not None
-        need = self.jobs[head[2]].gpus - vc.free
-        if need <= 0 or (policy.backfill and vc.free and self._best_head(vc, vc.free) is not None):
-            return True
-        if not policy.preemptive:
-            return False
-        key, jobs, floor = policy.key, self.jobs, head[0]
-        for i in vc.running:
-            if key(jobs[i], now) > floor:
-                need -= jobs[i].gpus
-                if need <= 0:
-                    return True
-        return False
-
-    def _any_round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
-        if self.quota:
-            self._quota_round(vc, now, events, policy)
-        else:
-            self._round(vc, now, events, policy)
-
-    def _quota_round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
-        """Lucid's (and Pollux's) preemptive round: walk running and pending jobs in key order
-        (running first among equal keys, then in start / queue order) against a quota of the
-        VC's GPUs; a job that fits keeps or gets its share, a running job that does not is
-        preempted, a pending one waits. Then the preempted jobs leave and the chosen pending
-        jobs are placed in key order (placement may still fail on nodes: they wait)."""
-        key = policy.key
-        jobs = self.jobs
-        running = sorted((key(jobs[i], now), jobs[i].start_seq, i) for i in vc.running)
-        quota = vc.capacity
-        chosen: list[tuple[tuple[float, ...], int, int]] = []
-        preempt: list[int] = []
-        ri = 0
-        while True:
-            head = self._best_head(vc, quota) if vc.n_pending and quota > 0 else None
-            if ri < len(running) and (head is None or running[ri][0] <= head[0]):
-                i = running[ri][2]
-                ri += 1
-                if jobs[i].gpus <= quota:
-                    quota -= jobs[i].gpus
-                else:
-                    preempt.append(i)
-                continue
-            if head is None:
-                break
-            g = jobs[head[2]].gpus
-            chosen.append(heapq.heappop(vc.buckets[g]))
-            vc.n_pending -= 1
-            quota -= g
-        for i in preempt:
-            self._preempt(vc, jobs[i], now, events)
-        for entry in chosen:
-            st = jobs[entry[2]]
-            if st.gpus <= self._limit(vc):
-                self._start(vc, st, now, events)
-            else:  # waits where it was in the queue
-                heapq.heappush(vc.buckets[st.gpus], entry)
-                vc.n_pending += 1
-
-    def _round(self, vc: VCState, now: float, events: list[Event], policy: SchedulingPolicy) -> None:
-        """One scheduling round for a virtual cluster: admit the best head if it fits (place),
-        else pack it, else evict worse jobs for it, else backfill."""
-        victims_pool: list[tuple[tuple[float, ...], int]] | None = None
-        pool_ver = -1
-        nodes = vc.nodes
-        while vc.n_pending:
-            head = self._best_head(vc, None)
-            if head is None:
-                break
-            st = self.jobs[head[2]]
-            if st.gpus <= (vc.free if nodes is None else nodes.limit()):
-                self._pop(vc, st.gpus)
-                self._start(vc, st, now, events)
-                continue
-            if self.packing and self._pack_some(vc, now, events):
-                continue  # sharing GPUs is tried before evicting anyone
-            if policy.preemptive and not (self.evict_cache and vc.no_evict == (vc.ver, head)):
-                if victims_pool is None:
-                    victims_pool = self._victims(vc, now, head[0])
-                    pool_ver = vc.ver
-                chosen: list[int] | None
-                if nodes is None:
-                    need = st.gpus - vc.free
-                    chosen = []
-                    for k, i in victims_pool:
-                        if need <= 0 or not k > head[0]:
-                            break
-                        if i in vc.running:
-                            p = self.jobs[i].partner
-                            if p >= 0 and (p in chosen or not policy.key(self.jobs[p], now) > head[0]):
-                                continue  # a pair is evicted whole, only when both jobs are worse
-                            chosen.append(i)
-                            need -= self.jobs[i].gpus
-                    if need > 0:
-                        chosen = None
-                else:
-                    chosen = self._node_victims(vc, nodes, st, head[0], victims_pool, now)
-                if chosen is not None:
-                    for i in chosen:
-                        v = self.jobs[i]
-                        p = v.partner
-                        self._preempt(vc, v, now, events)
-                        if p >= 0:
-                            self._preempt(vc, self.jobs[p], now, events)
-                    victims_pool = [(k, i) for k, i in victims_pool if i not in chosen]
-                    self._pop(vc, st.gpus)
-                    self._start(vc, st, now, events)
-                    continue
-                if pool_ver == vc.ver:  # (a pool from before a backfill in this round misses that job)
-                    vc.no_evict = (vc.ver, head)
-            room = vc.free if nodes is None else nodes.limit()
-            if not policy.backfill or room == 0:
-                break
-            small = self._best_head(vc, room)
-            if small is None:
-                break
-            self._start(vc, self._pop(vc, self.jobs[small[2]].gpus), now, events)
-        if nodes is not None:  # fragmentation: the best job has enough free GPUs, but on no node
-            stranded = 0
-            if vc.n_pending and vc.free:
-                head = self._best_head(vc, None)
-                if head is not None and self.jobs[head[2]].gpus <= vc.free:
-                    stranded = vc.free
-            self._strand(vc, now, stranded)
 
     def _check_invariants(self, vc: VCState) -> None:
         check_allocation(self.jobs, vc.running, vc.capacity, vc.free, vc.nodes)

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from schedmate.sim.interference import DEFAULT_CLASS
 from schedmate.sim.placement import Alloc, NodePlacement
 
-__all__ = ["JobState", "SimResult", "VCState"]
+__all__ = ["Event", "JobState", "SimResult", "VCState"]
+
+Event = tuple[float, int, int, int, int]  # time, kind, tie-break (a VC for rounds), job, version
 
 
 @dataclass(slots=True)
