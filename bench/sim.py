@@ -6,7 +6,13 @@ without packing); every policy again with node placement (8-GPU nodes: fragmenta
 to the default pool placement. Each simulation runs in a forked child so its peak memory
 (VmHWM, reset through /proc/self/clear_refs) is its own.
 
+Fidelity (issue 14, `--only fidelity`): `--semantics lucid` on Helios and Philly against the
+Lucid artifact's published stable-order average JCTs, FIFO/SJF/Tiresias (goal: within 0.5% on
+every cell). Speed (`--only speed`): whole-process wall time of `schedmate simulate` on Philly,
+each policy in a fresh process (goal: <= 5 s), and the CLI's start-up.
+
     python bench/sim.py [--traces ../shared/data/traces] [--json-out bench/results/sim.json] [--limit N]
+        [--only all|fidelity|speed]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from schedmate.sim import (  # noqa: E402
+    SEMANTICS,
     FailureModel,
     InterferenceModel,
     Simulator,
@@ -191,6 +198,88 @@ def run_set(fmt: str, path: Path, cluster: dict[str, int] | None, limit: int | N
     return out
 
 
+# Lucid (ASPLOS'23) artifact, stable submit order, consolidating placement: average JCT (s)
+LUCID_PUBLISHED = {
+    ("helios", "fifo"): 16534.3,
+    ("helios", "sjf"): 6272.8,
+    ("helios", "tiresias"): 10981.1,
+    ("philly", "fifo"): 153820.5,
+    ("philly", "sjf"): 38823.8,
+    ("philly", "tiresias"): 33867.1,
+}
+
+
+def fidelity(traces: Path) -> list[dict[str, object]]:
+    """`--semantics lucid` (node placement, 8-GPU nodes, the traces' default clusters: Philly's
+    vc_config.csv, Helios vcvGl 20 / vcvlY 2 nodes) against Lucid's published numbers."""
+    sem = SEMANTICS["lucid"]
+    out = []
+    for name, fmt, rel in (
+        ("helios", "helios", "helios-venus/helios_venus_2vc_sept.csv"),
+        ("philly", "philly", "philly/philly.csv"),
+    ):
+        path = traces / rel
+        jobs = load_trace(path, fmt)
+        cl = default_cluster(fmt, path, jobs)
+        for pol in ("fifo", "sjf", "tiresias"):
+            t0 = time.perf_counter()
+            res = Simulator(
+                jobs, cl, make_policy(pol, sem), make_estimator("oracle"), semantics=sem, placement="node"
+            ).run()
+            m, _ = summarize_sim(res)
+            pub = LUCID_PUBLISHED[(name, pol)]
+            out.append(
+                {
+                    "trace": name,
+                    "policy": pol,
+                    "ours_avg_jct_s": m.avg_jct_s,
+                    "lucid_avg_jct_s": pub,
+                    "diff": m.avg_jct_s / pub - 1,
+                    "preemptions": m.preemptions,
+                    "sim_s": time.perf_counter() - t0,
+                }
+            )
+    return out
+
+
+def speed(
+    traces: Path,
+    policies: tuple[str, ...] = (
+        "fifo",
+        "sjf",
+        "srtf",
+        "tiresias",
+        "qssf",
+        "semantic",
+        "lucid",
+        "semantic-pack",
+    ),
+) -> dict[str, float]:
+    """Whole-process wall time of `schedmate simulate --json` on Philly per policy, and of
+    `schedmate simulate --help` (start-up)."""
+    import subprocess
+
+    exe = [
+        sys.executable,
+        "-c",
+        "import sys; from schedmate.cli import main; sys.argv[0] = 'schedmate'; main()",
+    ]
+    trace = str(traces / "philly" / "philly.csv")
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    subprocess.run([*exe, "simulate", "--help"], check=True, capture_output=True)
+    out["start-up (--help)"] = time.perf_counter() - t0
+    for pol in policies:
+        t0 = time.perf_counter()
+        subprocess.run(
+            [*exe, "simulate", "--trace", trace, "--format", "philly", "--policy", pol, "--json"],
+            check=True,
+            capture_output=True,
+        )
+        out[pol] = time.perf_counter() - t0
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=Path, default=TRACES)
@@ -198,7 +287,29 @@ def main() -> int:
     ap.add_argument(
         "--limit", type=int, default=None, help="only the first N jobs of each trace (a smoke run)"
     )
+    ap.add_argument("--only", choices=("all", "fidelity", "speed"), default="all")
     args = ap.parse_args()
+    if args.only in ("all", "fidelity"):
+        fid = fidelity(args.traces)
+        print("fidelity: --semantics lucid vs the Lucid artifact's published avg JCT (goal: within 0.5%)")
+        for r in fid:
+            ok = "ok" if abs(float(r["diff"])) <= 0.005 else "MISS"  # type: ignore[arg-type]
+            print(
+                f"  {r['trace']:7} {r['policy']:9} ours {r['ours_avg_jct_s']:12,.1f} s  Lucid {r['lucid_avg_jct_s']:12,.1f} s  "
+                f"{r['diff']:+.2%} {ok}  ({r['preemptions']:,} preemptions, {r['sim_s']:.1f} s)"
+            )
+        if args.only == "fidelity":
+            return 0 if all(abs(float(r["diff"])) <= 0.005 for r in fid) else 1  # type: ignore[arg-type]
+    if args.only in ("all", "speed"):
+        load = os.getloadavg()[0]
+        sp = speed(args.traces)
+        print(
+            f"speed: whole process, Philly, goal <= 5 s each (load average {load:.1f} on {os.cpu_count()} cores)"
+        )
+        for k, v in sp.items():
+            print(f"  {k:18} {v:6.2f} s")
+        if args.only == "speed":
+            return 0
     shipped = InterferenceModel.shipped()
     if (INTERFERENCE / "colocate_info.csv").is_file():
         refit = InterferenceModel.fit(INTERFERENCE)
