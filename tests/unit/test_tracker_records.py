@@ -119,3 +119,30 @@ def test_a_time_growing_like_time_since_start_is_not_a_step_time() -> None:
     assert run(lines).step_time_s is None
     slowing = [f"Iteration {n}/9000 ; xent 2.0 ; {0.2 + n / 1e5:.4f} sec" for n in range(400, 700, 50)]
     assert run(slowing).step_time_s == pytest.approx(0.2065)
+
+
+def test_a_finished_preparation_loop_does_not_hide_the_training_loop() -> None:
+    prep = [
+        f"Tokenizing: {p}%|#| {n}/500000 [00:01<00:01, 9000it/s]" for p, n in ((50, 250000), (100, 500000))
+    ]
+    prep += prep
+    train = [f"Train:   0%|          | {i}/8000 [01:00<99:00:00, 60.0s/it]" for i in range(1, 6)]
+    r = run(prep + train)
+    assert (r.step, r.total_steps, r.step_time_s) == (5, 8000, 60.0)
+
+
+def test_a_restarted_run_with_nan_values_is_the_same_loop() -> None:
+    old = [f"it={i:04d} r=0.1 loss_a=0.5 loss_b=0.2 kl=0.01" for i in range(100, 160)]
+    new = [f"it={i:04d} r=nan loss_a=nan loss_b=0.2 kl=nan" for i in range(0, 4)]
+    assert run(old + new).step == 3
+
+
+def test_an_evaluation_results_block_after_a_logger_prefix() -> None:
+    lines = [f"INFO:trainer:loss = 0.{i}, step = {i * 100} (12.0 sec)" for i in range(1, 6)]
+    lines += [
+        "INFO:trainer:===== Running evaluation =====",
+        "INFO:trainer:  global_step = 520",
+        "INFO:trainer:  loss = 0.9",
+    ]
+    r = run(lines)
+    assert (r.step, r.loss) == (500, pytest.approx(0.5))

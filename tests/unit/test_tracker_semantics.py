@@ -164,3 +164,7 @@ def test_a_lone_duration_field_beside_the_counter_is_the_step_time() -> None:
 
 def test_a_policy_objective_is_a_component() -> None:
     assert "loss" not in vals("upd=4 loss_critic=0.1 loss_objective=-0.03 loss_entropy=0.2")
+
+
+def test_a_source_location_is_not_a_counter() -> None:
+    assert "step" not in vals("12:00:01 | DEBUG | sim.world:step:212 - action {'a': 1.0}")

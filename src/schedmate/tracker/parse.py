@@ -139,8 +139,13 @@ def _to_float(text: str) -> float | None:
         return None
 
 
+# a logger's source location `package.module:function:123` is not `function: 123`
+_SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b")
+
+
 def strip_timestamps(text: str) -> str:
-    return _TIMESTAMP.sub(" ", text)
+    """The line without timestamps and logger source locations."""
+    return _SOURCE_LOCATION.sub(" ", _TIMESTAMP.sub(" ", text))
 
 
 def split_glued(text: str) -> list[str]:

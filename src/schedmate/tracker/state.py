@@ -19,7 +19,7 @@ from datetime import datetime
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
-from schedmate.tracker.parse import Candidates, parse_line, split_glued
+from schedmate.tracker.parse import Candidates, parse_line, split_glued, strip_timestamps
 from schedmate.tracker.templates import mask_line
 
 __all__ = ["sample_from_line", "TableReader", "Sections", "summarize", "EventDetector", "parse_timestamp"]
@@ -135,7 +135,8 @@ class TableReader:
 
 
 _WORD = re.compile(r"[^\W\d_]+")
-_NOT_HEADING = re.compile(r"[=/\\_]|:\s*\w")
+_LOG_PREFIX = re.compile(r"^\s*(?:[A-Z]+:[\w.]+:|(?:\[[^\]]*\]\s*)+|[A-Z]+\s+[-|:]\s*)")
+_NOT_HEADING = re.compile(r"\w\s*=\s*[\w'\"]|[/\\_',]|:\s*\w")  # settings, paths, prose, key: value
 
 
 class Sections:
@@ -152,7 +153,10 @@ class Sections:
 
     def announce(self, line_no: int, text: str) -> ProgressSample | None:
         """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
-        if len(text) > 160 or _NOT_HEADING.search(text):
+        if len(text) > 160:
+            return None
+        text = _LOG_PREFIX.sub("", strip_timestamps(text))
+        if _NOT_HEADING.search(text):
             return None  # settings, paths and `key: value` lines are not headings
         low = text.lower()
         words = _WORD.findall(low)
@@ -181,8 +185,8 @@ class Sections:
             fresh = key not in self.last_pos
             if fresh:  # a new line format: training when it states training metrics or moves on
                 last = max((v for v in self.last_pos.values() if v is not None), default=None)
-            moved = pos is not None and last is not None and pos > last
-            if not (moved or (fresh and (s.loss is not None or s.step_time_s is not None))):
+            moved = not fresh and pos is not None and last is not None and pos > last
+            if not (moved or (fresh and s.step_time_s is not None)):
                 return replace(s, is_eval=True)
             self.in_eval = False
         if pos is not None or key not in self.last_pos:
@@ -435,9 +439,14 @@ def _record(
     return out[::-1], anchor
 
 
+_NAN_INF = re.compile(r"\b(?:nan|inf)\b", re.I)
+_SPACES = re.compile(r"\s+")
+
+
 def _stream(s: ProgressSample) -> str:
-    """Which kind of progress line a sample came from (its template's head)."""
-    return mask_line(s.text)[:48]
+    """Which kind of progress line a sample came from (its template's head; NaN is a number
+    and column padding does not matter)."""
+    return _SPACES.sub(" ", _NAN_INF.sub("<*>", mask_line(s.text)))[:48]
 
 
 def _choose_anchor(
@@ -470,6 +479,9 @@ def _choose_anchor(
         mains = [k for k, n in counts.items() if n >= 3]
         main = max(mains, key=lambda k: scale[k]) if mains else None
     skipped: set[str] = set()
+    last_main = next((s for s in reversed(stepped) if _stream(s) == main), None)
+    if last_main is not None and last_main.total_steps and (last_main.step or 0) >= last_main.total_steps:
+        main = None  # the main loop ran to its end: what follows is a new phase, not an inner loop
     if main is not None:
         main_step = top[main]
         skipped = {
