@@ -22,7 +22,7 @@ from schedmate.advisor.history.pg import PgvectorHistoryStore, redact_url
 from schedmate.advisor.metadata import WorkloadMetadata
 from schedmate.backends.embedder import HashEmbedder, MiniLMEmbedder
 from schedmate.cli import app
-from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError
+from schedmate.core.errors import BackendError, BackendUnavailable, ConfigError, InputError
 
 pytestmark = pytest.mark.integration
 
@@ -370,3 +370,30 @@ def test_cli_reports_a_bad_store_url_on_one_line(runner: CliRunner, tmp_path: Pa
     assert r.exit_code == 2
     assert "cannot connect to PostgreSQL" in r.output and "s3cret" not in r.output
     assert "Traceback" not in r.output
+
+
+def test_read_only_store_answers_and_never_writes(open_store: Factory) -> None:
+    records, vecs = recs(20)
+    open_store(embedder_name="hash").add(records, vecs)
+    ro = open_store(embedder_name="hash", read_only=True)
+    assert ro.count() == 20 and len(ro.search(vecs[3], 5)) == 5
+    with pytest.raises(InputError, match="read-only"):
+        ro.add(records[:1], vecs[:1])
+    with pytest.raises(InputError, match="read-only"):
+        ro.put_extraction("k", "v")
+    # the session refuses writes that get past the guard, too
+    with pytest.raises(BackendError, match="read-only"), ro._errors():
+        ro._db.execute(f'INSERT INTO "{ro.schema}".meta (key, value) VALUES (%s, %s)', ("x", "y"))
+    assert ro.count() == 20 and ro.get_extraction("k") is None
+
+
+def test_ties_are_broken_by_job_id_whatever_the_insertion_order(open_store: Factory) -> None:
+    records, _ = recs(30)
+    same = np.ones((30, 16), dtype=np.float32)
+    got = []
+    for order in (records, records[::-1]):
+        s = open_store(embedder_name="hash", schema=f"t_{uuid.uuid4().hex[:12]}")
+        s.add(order, same)
+        got.append([n.record.job_id for n in s.search(same[0], 4)])
+        s.drop()
+    assert got[0] == got[1] == sorted(r.job_id for r in records)[:4]

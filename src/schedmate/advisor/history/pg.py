@@ -512,9 +512,12 @@ class PgvectorHistoryStore:
         if self._large and not self._indexed and not self.read_only:
             self.build_index()
         q = _unit_query(vector).astype(np.float32)
-        query = sql.SQL(
-            "SELECT {}, embedding <=> %(q)s FROM {} ORDER BY embedding <=> %(q)s LIMIT %(k)s"
-        ).format(self._select(), self._t("jobs"))
+        # exact search orders ties by job_id in SQL; the HNSW scan orders by distance only, so a
+        # few more candidates are fetched and ties among them are broken by `ranked`
+        order = "embedding <=> %(q)s" if self._large else "embedding <=> %(q)s, job_id"
+        query = sql.SQL("SELECT {}, embedding <=> %(q)s FROM {} ORDER BY " + order + " LIMIT %(k)s").format(
+            self._select(), self._t("jobs")
+        )
         with self._lock, self._errors(), self._db.transaction():
             if self._large:
                 # the HNSW candidate list must be at least k long to return k rows
