@@ -5,6 +5,7 @@ Every capability reads logs through this layer, so all of them agree on what a l
 stripped; `\\n`, `\\r` and `\\r\\n` end a line), computed in bounded memory.
 """
 
+from schedmate.logio.encoding import detect_encoding, read_decoded_lines
 from schedmate.logio.follow import follow_lines
 from schedmate.logio.reader import (
     DEFAULT_MAX_LINE_CHARS,
@@ -23,6 +24,8 @@ __all__ = [
     "LineSplitter",
     "clean_text",
     "count_breaks",
+    "detect_encoding",
+    "read_decoded_lines",
     "follow_lines",
     "iter_line_batches",
     "iter_lines",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter, deque
@@ -11,7 +12,17 @@ from pathlib import Path
 
 from schedmate.core.settings import TrackerSettings
 from schedmate.core.types import LineKind, ProgressSample, TrackEvent, TrackResult
-from schedmate.logio import follow_lines, iter_line_batches, iter_lines_reverse, iter_text_blocks, sniff_text
+from schedmate.logio import (
+    detect_encoding,
+    follow_lines,
+    iter_line_batches,
+    iter_lines_reverse,
+    iter_text_blocks,
+    open_log,
+    read_decoded_lines,
+    sniff_text,
+)
+from schedmate.logio.encoding import MAX_DECODED_BYTES
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
@@ -62,6 +73,11 @@ class MetricTracker:
         """
         p = Path(path)
         sniff_text(p)
+        decoded = self._decoded_lines(p)
+        if decoded is not None:  # UTF-16 / GBK: read whole, decoded with its encoding
+            result = self._track_window(str(path), decoded, whole=True)
+            stall = self._stall_event(p, result, now) if live else None
+            return result if stall is None else replace(result, events=result.events + (stall,))
         cfg = self.settings
         window: list[str] = []  # newest line first
         size = 0
@@ -98,6 +114,17 @@ class MetricTracker:
         if stall is not None:
             result = replace(result, events=result.events + (stall,))
         return result
+
+    @staticmethod
+    def _decoded_lines(path: Path) -> list[str] | None:
+        """The lines of a log in a non-UTF-8 encoding (None for UTF-8 or a too large file)."""
+        with open_log(path) as fh:
+            head = fh.read(64 * 1024)
+            size = os.fstat(fh.fileno()).st_size
+        enc = detect_encoding(head)
+        if enc is None or size > MAX_DECODED_BYTES:
+            return None
+        return read_decoded_lines(path, enc)
 
     def track_lines(self, lines: Sequence[str], *, file: str = "<lines>") -> TrackResult:
         """Track an in-memory log (tests, the REST service)."""

@@ -1,0 +1,62 @@
+"""Logs written in UTF-16 or a legacy CJK encoding (GBK/GB18030), decoded as such.
+
+The byte-level readers drop NUL bytes and decode UTF-8, which keeps the ASCII of a UTF-16
+log readable but garbles everything else. `detect_encoding` looks at a file's first bytes
+(a byte-order mark, the NUL pattern of UTF-16 text, or bytes that are not UTF-8 but are
+valid GB18030) and `read_decoded_lines` reads such a file whole, within a size cap,
+decoded with its encoding and split like every other log.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+from schedmate.core.errors import InputError
+from schedmate.inputs import read_bytes
+from schedmate.logio.text import clean_text, split_lines
+
+__all__ = ["detect_encoding", "read_decoded_lines", "MAX_DECODED_BYTES"]
+
+MAX_DECODED_BYTES = 256 * 1024 * 1024
+_LEGACY = ("gb18030", "big5", "shift_jis")
+
+
+def detect_encoding(head: bytes) -> str | None:
+    """The encoding of a log from its first bytes; None for UTF-8 (and plain ASCII)."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"  # the BOM tells the byte order
+    if head.startswith(codecs.BOM_UTF8):
+        return None
+    sample = head[:4096]
+    if len(sample) >= 16:
+        even, odd = sample[0::2], sample[1::2]
+        if odd.count(0) > 0.4 * len(odd) and even.count(0) < 0.05 * len(even):
+            return "utf-16-le"
+        if even.count(0) > 0.4 * len(even) and odd.count(0) < 0.05 * len(odd):
+            return "utf-16-be"
+    data = head.replace(b"\x00", b"")
+    try:
+        codecs.getincrementaldecoder("utf-8")("strict").decode(data, False)
+        return None
+    except UnicodeDecodeError:
+        pass
+    for enc in _LEGACY:
+        try:
+            codecs.getincrementaldecoder(enc)("strict").decode(data, False)
+            return enc
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def read_decoded_lines(path: str | Path, encoding: str, *, max_bytes: int = MAX_DECODED_BYTES) -> list[str]:
+    """The lines of a whole log decoded with `encoding` (invalid bytes become U+FFFD), cleaned
+    and split like `clean_text`/`split_lines`. InputError naming the file when too large."""
+    raw = read_bytes(path, what="log", max_bytes=max_bytes)
+    try:
+        text = raw.decode(encoding, "replace")
+    except LookupError:
+        raise InputError(f"{path}: unknown text encoding {encoding!r}") from None
+    text = text.lstrip("\ufeff")
+    return split_lines(clean_text(text.encode("utf-8", "surrogatepass")))
