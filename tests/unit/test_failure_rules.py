@@ -350,3 +350,23 @@ def test_a_native_check_failure_without_a_known_cause_is_application(h: FailureH
     lines = ["I0301 step 4", "F0301 12:00:00.000 9 graph.cc:41] Check failed: rank == 2 (3 vs. 2)", "Aborted"]
     r = h.diagnose_lines(lines)
     assert r.root_cause_line_no == 2 and r.category == "application"
+
+
+def test_a_retried_network_error_yields_to_a_definite_cause(h: FailureHandler) -> None:
+    lines = [
+        "step 900 loss 0.3",
+        "metrics uploader: [Errno 111] Connection refused, will retry in 10s",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 3 and r.category == "application"
+
+
+def test_a_host_oom_kill_is_not_overruled_by_the_nccl_cascade(h: FailureHandler) -> None:
+    lines = [
+        "step 900 loss 0.3",
+        "kernel: Out of memory: Killed process 5151 (python) total-vm:90000000kB",
+        "torch.distributed.DistBackendError: NCCL error: remote process exited or there was a network error",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.kind == "host_oom_killed"

@@ -230,6 +230,14 @@ class FailureLocator:
                     else:
                         i, sig = j, s2 or self.kb.match(lines[j])
                     break
+        elif sig is not None and sig.confidence < _STRONG and kinds[i] is not LineKind.ERROR:
+            # a weak platform/network line (found only by the region floor, e.g. a retried
+            # 'Connection refused') yields to a definite cause shortly after it; symptoms
+            # (signatures with defer_to, e.g. NCCL 'remote process exited') never win this way
+            for j in range(i + 1, min(len(lines), i + _DEFER_LOOKAHEAD)):
+                s2 = self._strong(lines[j])
+                if s2 is not None and s2.defer_to is None and not _is_frame(lines[j]):
+                    return j, s2
         return self._defer(lines, i, sig)
 
     def _defer(self, lines: Sequence[str], i: int, sig: Signature | None) -> tuple[int, Signature | None]:
