@@ -9,7 +9,7 @@ span). What the predictor may know at a snapshot: the finished jobs (durations),
 submitted in the last 14 days (arrival rate and mix), the running jobs' start times and the
 pending jobs (no durations): exactly what a live cluster shows.
 
-    python bench/whatif.py [--traces ../shared/data/traces] [--snapshots 10] [--samples 10]
+    python bench/whatif.py [--traces ../shared/data/traces] [--snapshots 10] [--samples 30]
         [--policy fifo] [--json-out bench/results/whatif.json]
 """
 
@@ -112,7 +112,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=Path, default=TRACES)
     ap.add_argument("--snapshots", type=int, default=10)
-    ap.add_argument("--samples", type=int, default=10)
+    ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--json-out", type=Path, default=None)
     a = ap.parse_args()

@@ -84,9 +84,13 @@ class HistoryEstimator:
         return self.prior_s
 
     def observe(self, job: JobState) -> None:
-        for key in ((job.user, job.vc, str(job.gpus)), (job.user, job.vc), (job.vc,), ()):
+        self.learn(job.user, job.vc, job.gpus, job.duration)
+
+    def learn(self, user: str, vc: str, gpus: int, duration: float) -> None:
+        """One finished job (also: what a live cluster's history already knows)."""
+        for key in ((user, vc, str(gpus)), (user, vc), (vc,), ()):
             total, n = self.stats.get(key, (0.0, 0))
-            self.stats[key] = (total + job.duration, n + 1)
+            self.stats[key] = (total + duration, n + 1)
 
 
 class FileEstimator:

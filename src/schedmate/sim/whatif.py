@@ -23,6 +23,7 @@ from schedmate.core.errors import InputError
 from schedmate.sim.engine import SimResult, Simulator
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.policies import SchedulingPolicy
+from schedmate.sim.state import JobState as EngineJob
 from schedmate.sim.trace import TraceJob
 
 if TYPE_CHECKING:
@@ -357,6 +358,7 @@ def predict_from_snapshot(
     durations = DurationModel(finished)
     arrival_model = ArrivalModel(recent, t - history_window_s, t) if arrivals and recent else None
     pending = [j for j in snapshot.pending]
+    known = {j.job_id: j.estimate_s for j in pending if j.estimate_s}
     running = [j for j in snapshot.running]
     starts: dict[str, list[float]] = {j.job_id: [] for j in pending}
     for k in range(samples):
@@ -402,7 +404,7 @@ def predict_from_snapshot(
             pend + future,
             cl,
             make_policy(policy, sem),
-            OracleEstimator(),  # inside a prediction the drawn durations are taken as given
+            _ordering_estimator(policy, semantics, finished, known),
             start_at=t,
             running=run,
             semantics=sem,
@@ -425,6 +427,45 @@ def predict_from_snapshot(
             p10 = p50 = p90 = None
         out.append(Pred(j.job_id, max(j.gpus, 1), j.partition or "default", p10, p50, p90, samples, len(s)))
     return out
+
+
+class _KnownEstimates:
+    """The snapshot's own estimates (`JobView.estimate_s`) first, else the base estimator."""
+
+    def __init__(self, base: Estimator, known: Mapping[str, float]) -> None:
+        self.base, self.known, self.name = base, known, base.name
+
+    def estimate(self, job: EngineJob) -> float:
+        v = self.known.get(job.job_id)
+        return v if v is not None else self.base.estimate(job)
+
+    def observe(self, job: EngineJob) -> None:
+        self.base.observe(job)
+
+
+def _ordering_estimator(
+    policy: str,
+    semantics: str,
+    finished: Sequence[tuple[str, str, int, float]],
+    known: Mapping[str, float],
+) -> Estimator:
+    """What the policy orders by inside a sampled future: a pending job's own estimate
+    when the snapshot has one, else the estimator the policy uses in the simulator
+    (sdk.sim.default_estimator; a history one is trained on the finished jobs the cluster
+    knows). The drawn durations are the truth of that future."""
+    from schedmate.sdk.sim import default_estimator
+    from schedmate.sim.estimators import HistoryEstimator, make_estimator
+
+    name = default_estimator(policy, semantics)
+    base: Estimator
+    if name == "history":
+        hist = HistoryEstimator()
+        for user, vc, gpus, dur in finished:
+            hist.learn(user, vc, gpus, dur)
+        base = hist
+    else:
+        base = make_estimator(name)
+    return _KnownEstimates(base, known) if known else base
 
 
 def _quantile(s: list[float], q: float) -> float:
