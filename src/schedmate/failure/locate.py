@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from schedmate.core.settings import FailureSettings
 from schedmate.core.types import LineKind
 from schedmate.failure.kb import KnowledgeBase, Signature
@@ -115,8 +117,6 @@ def count_line_breaks(path: Path, end: int, chunk: int = 8 * 1024 * 1024) -> int
     matters for a cause near the end of a GB log); the two-byte `\r\n` search only runs on
     chunks that hold a `\r`.
     """
-    import numpy as np
-
     n = 0
     prev_cr = False
     buf = bytearray(chunk)
