@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -361,20 +361,18 @@ class RecoveryPlanner:
         f: Finding,
         limit: str,
         ev: tuple[str, ...],
-        notify: Any,
+        notify: Callable[[str], RecoveryAction],
     ) -> RecoveryAction:
         s = self.settings
         if limit == "time":
             if not job.time_limit_s:
-                return notify(  # type: ignore[no-any-return]
+                return notify(
                     "time limit reached; the job's limit is unknown: resubmit with a larger one "
                     "from the last checkpoint"
                 )
             new_t = min(job.time_limit_s * s.time_limit_factor, s.max_time_limit_s)
             if new_t <= job.time_limit_s:
-                return notify(  # type: ignore[no-any-return]
-                    f"time limit reached at the cap ({s.max_time_limit_s:.0f} s): needs a human"
-                )
+                return notify(f"time limit reached at the cap ({s.max_time_limit_s:.0f} s): needs a human")
             return RecoveryAction(
                 RecoveryKind.RESUBMIT_WITH_LIMIT,
                 job_id=job.job_id,
@@ -385,13 +383,13 @@ class RecoveryPlanner:
             )
         mem_mb = parse_mem_mb(job.mem)
         if mem_mb is None:
-            return notify(  # type: ignore[no-any-return]
+            return notify(
                 "memory limit reached; the job's memory request is unknown: resubmit with more "
                 "from the last checkpoint"
             )
         new_mb = min(int(mem_mb * s.mem_factor), s.max_mem_mb)
         if new_mb <= mem_mb:
-            return notify(f"memory limit reached at the cap ({s.max_mem_mb} MB): needs a human")  # type: ignore[no-any-return]
+            return notify(f"memory limit reached at the cap ({s.max_mem_mb} MB): needs a human")
         return RecoveryAction(
             RecoveryKind.RESUBMIT_WITH_LIMIT,
             job_id=job.job_id,
