@@ -355,3 +355,24 @@ def test_advise_json_has_the_same_keys_for_success_and_error(
         run(runner, ["advise", "--json", "--store", str(store), "--batch", str(batch)]).stdout
     )
     assert len(recs) == 3 and len({frozenset(r) for r in recs}) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["advise", "--store", "s" * 5000, "--code", "."],
+        ["advise", "--code", "c" * 5000],
+        ["history", "stats", "--store", "s" * 5000],
+        ["history", "import", "--store", "/dev/null", "/dev/null"],
+        ["advise", "--store", "/dev/null", "--code", "."],
+        ["history", "stats", "--store", "/dev/null"],
+    ],
+)
+def test_unusable_store_and_code_names(runner: CliRunner, args: list[str]) -> None:
+    one_clear_error(run(runner, args))
+
+
+def test_a_refused_batch_is_refused_before_anything_else_is_printed(runner: CliRunner, store: Path) -> None:
+    r = run(runner, ["advise", "--json", "--store", str(store), "--batch", "/dev/zero"])
+    one_clear_error(r, names="/dev/zero")
+    assert r.stdout == ""

@@ -60,12 +60,16 @@ class HistoryStats:
 def advisor_store_path(settings: Settings, store: str | Path | None = None) -> Path | str:
     """The history store: a `postgresql://` URL as given (a pgvector store), else a file: the
     explicit one, the configured one, or cache_dir/history.db."""
+    from schedmate.advisor.extract.paths import plausible_path
     from schedmate.advisor.history.pg import is_postgres_url
 
     location = store or settings.advisor.store
     if is_postgres_url(location):
         return str(location)
-    return Path(location) if location else Path(settings.cache_dir) / "history.db"
+    path = Path(location) if location else Path(settings.cache_dir) / "history.db"
+    if not plausible_path(path):
+        raise InputError(f"history store {str(path)[:80]!r}...: not a usable file name")
+    return path
 
 
 def shown_store(location: Path | str) -> str:
@@ -180,9 +184,10 @@ def job_from_code(
 ) -> JobRecord:
     """A job to advise on from its code directory and what the scheduler will give it."""
     from schedmate.advisor import JobRecord
+    from schedmate.advisor.extract.paths import plausible_path
 
-    if not code.is_dir():
-        raise InputError(f"--code {code}: not a directory")
+    if not plausible_path(code) or not code.is_dir():
+        raise InputError(f"--code {str(code)[:200]}: not a directory")
     root = code.resolve()
     return JobRecord(
         job_id=name or root.name,
@@ -200,7 +205,9 @@ def job_from_code(
 def read_batch(path: Path) -> Iterator[JobRecord | LineError]:
     """Jobs to advise on, one JSON object a line (a FIFO, a device or /dev/zero is refused)."""
     from schedmate.advisor.history import read_jobs
+    from schedmate.inputs import MAX_TABLE_BYTES, check_regular
 
+    check_regular(path, what="job file", max_bytes=MAX_TABLE_BYTES)  # refused now, not at the first job
     return read_jobs(path, need_duration=False)
 
 

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sqlite3
+import stat
 import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from schedmate.advisor.extract.paths import plausible_path
 from schedmate.advisor.history.base import (
     _COLS,
     EXACT_BELOW,
@@ -93,9 +95,25 @@ class SqliteHistoryStore:
             )
         self._embedder_name = embedder_name
 
+    def _check_location(self) -> bool:
+        """Whether the store file exists; anything but a regular file (a device, a FIFO, a
+        directory) or a string no path can be is refused before SQLite sees it."""
+        if not plausible_path(self.path):
+            raise InputError(f"history store {str(self.path)[:80]!r}...: not a usable file name")
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot open the history store: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{self.path}: not a regular file, cannot be a history store")
+        return True
+
     def _open(self) -> sqlite3.Connection:
+        exists = self._check_location()
         if self.read_only:
-            if not self.path.is_file():
+            if not exists:
                 raise InputError(
                     f"{self.path}: no such history store (create it with `schedmate history import`)"
                 )
