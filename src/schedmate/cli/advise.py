@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
-    from schedmate.advisor import Advice, JobRecord, LineError
+    from schedmate.sdk.advising import Advice, JobRecord, LineError
 
 __all__ = ["history_app", "advise", "render_advice", "fmt_duration", "MAX_SHOWN_ERRORS"]
 

@@ -17,8 +17,12 @@ from schedmate.core.settings import Settings
 from schedmate.core.types import SCHEMA_VERSION
 from schedmate.sdk._common import embedder_of, llm_of
 
-if TYPE_CHECKING:
-    from schedmate.advisor import Advice, Advisor, ImportReport, JobRecord, LineError
+if TYPE_CHECKING:  # the contract types, re-exported for the CLI (which may not import the advisor)
+    from schedmate.advisor import Advice as Advice
+    from schedmate.advisor import Advisor as Advisor
+    from schedmate.advisor import ImportReport as ImportReport
+    from schedmate.advisor import JobRecord as JobRecord
+    from schedmate.advisor import LineError as LineError
 
 __all__ = [
     "HISTORY_FORMATS",
