@@ -94,6 +94,7 @@ def test_failure_spec_parsing() -> None:
             FailureModel.parse(bad)
 
 
+@pytest.mark.timeout(120)  # a spinning engine loop fails here, not after CI's limit
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(min_value=0, max_value=10_000),

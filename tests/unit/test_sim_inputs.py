@@ -206,3 +206,35 @@ def test_simulate_lucid_semantics_cli(tmp_path: Path) -> None:
     o = _strict_json(r.stdout.splitlines()[0])
     assert o["semantics"] == "lucid" and o["placement"] == "node" and o["estimator"] == "oracle"
     assert o["avg_jct_s"] == pytest.approx((100 + (110 - 1) + (160 - 1)) / 3)
+
+
+@pytest.mark.timeout(20)
+def test_estimator_and_interference_files(tmp_path: Path) -> None:
+    from schedmate.core.errors import ConfigError
+    from schedmate.sim import InterferenceModel, make_estimator
+
+    for spec in ("noisy:nan", "noisy:inf", "noisy:-1"):
+        with pytest.raises(ConfigError):
+            make_estimator(spec)
+    errs = tmp_path / "errs.txt"
+    errs.write_text("0.1\n-2\n")
+    with pytest.raises(InputError, match="relative errors"):
+        make_estimator(f"noisy:{errs}")
+    f = tmp_path / "preds.fifo"
+    os.mkfifo(f)
+    with pytest.raises(InputError, match="FIFO"):
+        make_estimator(f"file:{f}")
+    binary = tmp_path / "preds.bin"
+    binary.write_bytes(b"\xff\xfe\x00" * 100)
+    with pytest.raises(InputError, match="UTF-8"):
+        make_estimator(f"file:{binary}")
+    d = tmp_path / "interf"
+    d.mkdir()
+    (d / "single_data.csv").write_text("model,dataset,batchsize,amp,label\nm,d,1,0,0\n")
+    (d / "colocate_info.csv").write_text(
+        "model1,dataset1,batchsize1,amp1,model2,dataset2,batchsize2,amp2,speed1,speed2\nm,d,1,0,m,d,1,0,0,1\n"
+    )
+    with pytest.raises(InputError, match="colocate_info.csv:2"):
+        InterferenceModel.fit(d)
+    with pytest.raises(InputError):
+        InterferenceModel.fit(tmp_path / "missing")

@@ -169,6 +169,7 @@ def test_native_share_class_and_status(tmp_path: Path) -> None:
         load_trace(p, "native")
 
 
+@pytest.mark.timeout(120)  # a spinning engine loop fails here, not after CI's limit
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(min_value=0, max_value=10_000),

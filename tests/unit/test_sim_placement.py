@@ -168,6 +168,7 @@ def test_snapshot_running_jobs_are_placed_on_nodes() -> None:
 POLICIES = ["fifo", "sjf", "srtf", "tiresias", "qssf", "semantic", "lucid", "semantic-pack"]
 
 
+@pytest.mark.timeout(120)  # a spinning engine loop fails here, not after CI's limit
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(min_value=0, max_value=10_000),
@@ -208,6 +209,7 @@ def test_node_properties(seed: int, policy: str, per_node: int, n_nodes: int) ->
     assert 0.0 <= m.gpu_util <= 1.0 + 1e-9 and m.stranded_gpu_h >= 0.0
 
 
+@pytest.mark.timeout(120)  # a spinning engine loop fails here, not after CI's limit
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(min_value=0, max_value=10_000),

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from schedmate.core.errors import ConfigError, InputError
+from schedmate.inputs import read_text
+
+MAX_PREDICTIONS_BYTES = 256 * 1024 * 1024  # a predictions or errors file (read whole)
 
 if TYPE_CHECKING:
     from schedmate.sim.engine import JobState
@@ -99,10 +102,7 @@ class FileEstimator:
         self.name = f"file({p.name})"
         self.fallback = fallback or HistoryEstimator()
         self.values: dict[str, float] = {}
-        try:
-            lines = p.read_text("utf-8").splitlines()
-        except OSError as exc:
-            raise InputError(f"{p}: cannot read predictions: {exc.strerror}") from None
+        lines = read_text(p, what="predictions", max_bytes=MAX_PREDICTIONS_BYTES).splitlines()
         for no, line in enumerate(lines, 1):
             if not line.strip() or line.startswith(("#", "job_id")):
                 continue
@@ -113,7 +113,7 @@ class FileEstimator:
                 else:
                     jid, raw = line.split(",")[:2]
                     val = float(raw)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise InputError(
                     f"{p}:{no}: expected job_id,estimate_s (or JSON with job_id, estimate_s)"
                 ) from None
@@ -140,14 +140,22 @@ def make_estimator(spec: str, seed: int = 0) -> Estimator:
         if not arg:
             return NoisyEstimator(seed=seed)
         try:
-            return NoisyEstimator(sigma=float(arg), seed=seed)
+            sigma = float(arg)
         except ValueError:
             p = Path(arg)
+            text = read_text(p, what="estimate errors", max_bytes=MAX_PREDICTIONS_BYTES)
             try:
-                errs = [float(x) for x in p.read_text("utf-8").split() if x.strip()]
-            except (OSError, ValueError):
+                errs = [float(x) for x in text.split() if x.strip()]
+            except ValueError:
                 raise InputError(f"{p}: expected relative errors, one number per line") from None
+            if not errs or not all(math.isfinite(e) and e > -1.0 for e in errs):
+                raise InputError(
+                    f"{p}: expected relative errors > -1 (finite), one number per line"
+                ) from None
             return NoisyEstimator(seed=seed, errors=errs)
+        if not math.isfinite(sigma) or sigma < 0:
+            raise ConfigError(f"estimator '{spec}': sigma must be a finite number >= 0")
+        return NoisyEstimator(sigma=sigma, seed=seed)
     if name == "file" and arg:
         return FileEstimator(arg)
     raise ConfigError(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from schedmate.core.errors import InputError
+from schedmate.inputs import MAX_CONFIG_BYTES, read_text
 
 __all__ = ["InterferenceModel", "N_CLASSES", "DEFAULT_CLASS", "QUANTILES"]
 
@@ -72,30 +73,32 @@ class InterferenceModel:
         """Fit the class table from `single_data.csv` (sharing labels) and `colocate_info.csv`."""
         d = Path(directory)
         labels: dict[tuple[str, ...], int] = {}
+        single = read_text(d / "single_data.csv", what="interference data", max_bytes=MAX_CONFIG_BYTES)
+        pairs = read_text(d / "colocate_info.csv", what="interference data", max_bytes=MAX_CONFIG_BYTES)
         try:
-            with (d / "single_data.csv").open(newline="") as fh:
-                for no, r in enumerate(csv.DictReader(fh), 2):
-                    try:
-                        labels[(r["model"], r["dataset"], r["batchsize"], r["amp"])] = int(r["label"])
-                    except (KeyError, ValueError):
-                        raise InputError(
-                            f"{d / 'single_data.csv'}:{no}: expected model,dataset,batchsize,amp,...,label"
-                        ) from None
+            for no, r in enumerate(csv.DictReader(single.splitlines()), 2):
+                try:
+                    labels[(r["model"], r["dataset"], r["batchsize"], r["amp"])] = int(r["label"])
+                except (KeyError, ValueError):
+                    raise InputError(
+                        f"{d / 'single_data.csv'}:{no}: expected model,dataset,batchsize,amp,...,label"
+                    ) from None
             samples: list[tuple[int, int, float]] = []  # class, partner class, slowdown
-            with (d / "colocate_info.csv").open(newline="") as fh:
-                for no, r in enumerate(csv.DictReader(fh), 2):
-                    try:
-                        a = labels[(r["model1"], r["dataset1"], r["batchsize1"], r["amp1"])]
-                        b = labels[(r["model2"], r["dataset2"], r["batchsize2"], r["amp2"])]
-                        s1, s2 = float(r["speed1"]), float(r["speed2"])
-                    except (KeyError, ValueError):
-                        raise InputError(
-                            f"{d / 'colocate_info.csv'}:{no}: a pair with an unknown workload or speed"
-                        ) from None
-                    samples.append((a, b, 1.0 / min(s1, 1.0)))
-                    samples.append((b, a, 1.0 / min(s2, 1.0)))
-        except OSError as exc:
-            raise InputError(f"{d}: cannot read interference data: {exc.strerror or exc}") from None
+            for no, r in enumerate(csv.DictReader(pairs.splitlines()), 2):
+                try:
+                    a = labels[(r["model1"], r["dataset1"], r["batchsize1"], r["amp1"])]
+                    b = labels[(r["model2"], r["dataset2"], r["batchsize2"], r["amp2"])]
+                    s1, s2 = float(r["speed1"]), float(r["speed2"])
+                    if not (0 < s1 < float("inf") and 0 < s2 < float("inf")):
+                        raise ValueError(r["speed1"])
+                except (KeyError, ValueError):
+                    raise InputError(
+                        f"{d / 'colocate_info.csv'}:{no}: a pair with an unknown workload or speed"
+                    ) from None
+                samples.append((a, b, 1.0 / min(s1, 1.0)))
+                samples.append((b, a, 1.0 / min(s2, 1.0)))
+        except csv.Error as exc:
+            raise InputError(f"{d}: malformed interference CSV: {exc}") from None
         if not samples:
             raise InputError(f"{d}: no co-located pairs")
 
