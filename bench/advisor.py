@@ -9,6 +9,10 @@
 4. kNN query latency and recall at 1M stored jobs (SQLite + usearch HNSW).
 
     python bench/advisor.py [--knn-jobs 1000000] [--import-jobs 10000] [--json out.json]
+                            [--embedders minilm,hash]
+
+With several embedders, the corpus and Helios parts run once per embedder (same split, same
+settings) and a side-by-side table is printed; the other parts use the first embedder.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from schedmate.advisor import Advisor, JobRecord, SqliteHistoryStore, read_jobs  # noqa: E402
 from schedmate.advisor.estimate.baselines import GBMEstimator, LucidNaiveEstimator  # noqa: E402
 from schedmate.advisor.history import LineError, read_trace_jobs  # noqa: E402
-from schedmate.backends.embedder import CachedEmbedder, MiniLMEmbedder  # noqa: E402
+from schedmate.backends.embedder import CachedEmbedder, HashEmbedder, MiniLMEmbedder  # noqa: E402
 from schedmate.core.settings import AdvisorSettings, EmbedderSettings  # noqa: E402
 
 CORPUS = ROOT / "bench" / "advisor_corpus" / "history.jsonl"
@@ -275,33 +279,91 @@ def main() -> None:
     ap.add_argument("--import-jobs", type=int, default=10_000)
     ap.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "advisor.json")
     ap.add_argument("--only", default="corpus,helios,import,knn", help="comma-separated parts to run")
+    ap.add_argument("--embedders", default="minilm,hash", help="minilm and/or hash, side by side")
     args = ap.parse_args()
     parts = set(args.only.split(","))
-
-    embedder = CachedEmbedder(MiniLMEmbedder(EmbedderSettings(backend="minilm")))
-    embedder.embed(["warm up"])
+    names = [n.strip() for n in args.embedders.split(",") if n.strip()]
     res: dict[str, object] = {
-        "machine": {"cores": __import__("os").cpu_count()},
+        "machine": {"cores": __import__("os").cpu_count(), "load_avg_start": __import__("os").getloadavg()},
         "date": time.strftime("%Y-%m-%d"),
     }
+    by_embedder: dict[str, dict[str, object]] = {}
+    first: object = None
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         recs = load_corpus(args.corpus)
-        if "dev" in parts:
-            for combine in ("best", "average"):
-                res[f"dev_{combine}"] = dev_eval(recs, embedder, tmp, combine)
-        if "corpus" in parts:
-            res["corpus"] = corpus_eval(recs, embedder, tmp)
-        if "helios" in parts:
-            res["helios"] = helios_eval(embedder, tmp) if HELIOS.exists() else {"error": f"{HELIOS} missing"}
+        for name in names:
+            embedder = make_embedder(name)
+            assert embedder.name == name, f"asked for {name}, got {embedder.name}"  # never a silent fallback
+            first = first or embedder
+            out: dict[str, object] = {"embedder": embedder.name}
+            sub = tmp / name
+            sub.mkdir()
+            if "dev" in parts:
+                for combine in ("best", "average"):
+                    out[f"dev_{combine}"] = dev_eval(recs, embedder, sub, combine)
+            if "corpus" in parts:
+                out["corpus"] = corpus_eval(recs, embedder, sub)
+            if "helios" in parts:
+                out["helios"] = (
+                    helios_eval(embedder, sub) if HELIOS.exists() else {"error": f"{HELIOS} missing"}
+                )
+            by_embedder[name] = out
+        res.update(by_embedder[names[0]])  # the first embedder's numbers under the old keys
+        res["by_embedder"] = by_embedder
         if "import" in parts and args.import_jobs:
-            res["import"] = import_speed(recs, args.import_jobs, embedder, tmp)
+            res["import"] = import_speed(recs, args.import_jobs, first, tmp)
         if "knn" in parts and args.knn_jobs:
             res["knn"] = knn_at_scale(args.knn_jobs, 384, tmp)
+    res["machine"]["load_avg_end"] = __import__("os").getloadavg()  # type: ignore[index]
     report(res)
+    if len(by_embedder) > 1:
+        side_by_side(by_embedder)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(res, indent=1, default=float))
     print(f"wrote {args.json}")
+
+
+def make_embedder(name: str) -> CachedEmbedder:
+    if name == "minilm":
+        emb = CachedEmbedder(MiniLMEmbedder(EmbedderSettings(backend="minilm")))
+    elif name == "hash":
+        emb = CachedEmbedder(HashEmbedder())
+    else:
+        raise SystemExit(f"--embedders: unknown embedder {name!r} (minilm, hash)")
+    emb.embed(["warm up"])
+    return emb
+
+
+def side_by_side(by: dict[str, dict[str, object]]) -> None:
+    """One row per (part, predictor), one column group per embedder."""
+    names = list(by)
+    print()
+    print(f"{'part / predictor':<30}" + "".join(f"{n + ': w100 / med / cov':>34}" for n in names))
+    rows = (
+        ("corpus", "advisor", "corpus: Advisor (split)"),
+        ("corpus", "advisor_online", "corpus: Advisor (online)"),
+        ("helios", "advisor", "helios: Advisor"),
+        ("helios", "lucid_naive", "helios: Lucid naive"),
+    )
+    for part, key, label in rows:
+        cells = []
+        for n in names:
+            p = by[n].get(part)
+            s = p.get(key, {}) if isinstance(p, dict) else {}
+            assert isinstance(s, dict)
+            cells.append(
+                f"{fmt_pct(s.get('within_100pct'))} / {fmt_pct(s.get('median_rel_err'))} / "
+                f"{fmt_pct(s.get('coverage_p10_p90'))}"
+            )
+        print(f"{label:<30}" + "".join(f"{c:>34}" for c in cells))
+    for n in names:
+        c = by[n].get("corpus")
+        if isinstance(c, dict) and "advise_latency_s" in c:
+            lat = c["advise_latency_s"]
+            print(
+                f"advise latency ({n}): median {lat['median'] * 1000:.1f} ms, p95 {lat['p95'] * 1000:.1f} ms"
+            )  # type: ignore[index]
 
 
 def report(res: dict[str, object]) -> None:
