@@ -311,3 +311,34 @@ def test_build_advisor_uses_an_empty_cached_embedder(tmp_path: Path, monkeypatch
     stats = advising.history_stats(settings, tmp_path / "h.db")
     adv.store.close()
     assert stats.embedder == "fake" and json.loads(json.dumps(stats.to_json_dict()))["schema_version"] >= 1
+
+
+class _Picky:
+    """An embedder that refuses one text (as a server may refuse an input) and may go down."""
+
+    name = "picky"
+    dim = 8
+
+    def __init__(self, down: bool = False) -> None:
+        self.down = down
+
+    def embed(self, texts: Any) -> np.ndarray:
+        if self.down:
+            raise BackendUnavailable("picky: server down")
+        if any("refuse" in t for t in texts):
+            raise BackendError("picky: input refused")
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def test_one_text_the_embedder_refuses_costs_only_its_job() -> None:
+    adv = Advisor(InMemoryHistoryStore(), _Picky())  # type: ignore[arg-type]
+    jobs = [JobRecord(job_id=f"j{i}", duration_s=1.0, name="refuse" if i == 3 else "ok") for i in range(6)]
+    rep = adv.import_jobs(jobs)
+    assert rep.imported == 5 and [e.job_id for e in rep.errors] == ["j3"]  # type: ignore[union-attr]
+    assert adv.store.get("j3") is None and adv.store.count() == 5
+
+
+def test_an_embedder_outage_stops_the_import_with_one_error() -> None:
+    adv = Advisor(InMemoryHistoryStore(), _Picky(down=True))  # type: ignore[arg-type]
+    with pytest.raises(BackendUnavailable, match="down"):
+        adv.import_jobs([JobRecord(job_id="a", duration_s=1.0)])

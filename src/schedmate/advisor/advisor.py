@@ -23,13 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from schedmate.advisor.estimate import DurationEstimator, Prediction, calibrate
 from schedmate.advisor.extract import Extraction, StaticExtractor, directory_digest, tree_signature
 from schedmate.advisor.extract.paths import plausible_path
 from schedmate.advisor.history import HistoryStore, JobRecord, LineError
 from schedmate.advisor.history.base import ExtractionCache, IndexedStore, ended_normally, ranked
 from schedmate.advisor.metadata import WorkloadMetadata, render_metadata
-from schedmate.core.errors import BackendError, InputError
+from schedmate.core.errors import BackendError, BackendUnavailable, InputError
 from schedmate.core.settings import AdvisorSettings
 from schedmate.core.types import SCHEMA_VERSION
 
@@ -299,8 +301,25 @@ class Advisor:
         def flush() -> None:
             if not batch:
                 return
-            vecs = self.embedder.embed([r.text for r in batch])
-            report.imported += self.store.add(batch, vecs)
+            try:
+                vecs = self.embedder.embed([r.text for r in batch])
+                keep = list(batch)
+            except BackendUnavailable:
+                raise  # the embedder is down: nothing more can be imported
+            except BackendError:
+                # one text the embedder refuses must not cost the batch: embed one by one
+                keep, rows = [], []
+                for r in batch:
+                    try:
+                        rows.append(self.embedder.embed([r.text])[0])
+                        keep.append(r)
+                    except BackendUnavailable:
+                        raise
+                    except BackendError as exc:
+                        report.add_error(JobError(r.job_id, f"not imported: {exc}"))
+                vecs = np.vstack(rows) if rows else np.empty((0, 0), dtype=np.float32)
+            if keep:
+                report.imported += self.store.add(keep, vecs)
             if progress:
                 progress(len(batch))
             batch.clear()
