@@ -8,6 +8,7 @@ the chosen one in an LRU cache, since log templates repeat.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.resources
 import importlib.util
@@ -156,6 +157,10 @@ class MiniLMEmbedder:
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:
                 raise ConfigError(f"embedder 'minilm' needs {exc.name or 'torch'}: {_EMBED_HINT}") from None
+            with contextlib.suppress(Exception):  # a progress bar on stderr is noise in a CLI
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             try:
                 model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
             except Exception as exc:  # torch/transformers raise many types; report one line
