@@ -48,3 +48,32 @@ def test_real_llm_is_asked_only_when_uncertain(llama_server: str) -> None:
     assert clf.llm_calls == 1
     assert v.category in ("infrastructure", "application", "unknown")
     assert 0.0 <= v.confidence <= 1.0
+
+
+def test_real_embedder_full_handler_keeps_recovery_safe(minilm, tmp_path) -> None:
+    """The whole handler with the real MiniLM: a root line no pattern covers is decided by
+    embedding similarity, and whatever it decides, recovery acts only on the scheduler's facts."""
+    from schedmate.core.cluster import InMemoryClusterBackend, JobState, JobView
+    from schedmate.core.diagnosis import RecoveryKind
+    from schedmate.core.settings import FailureSettings
+    from schedmate.failure import AuditLog, FailureHandler, FailureLocator, JobContext, RecoveryPlanner
+    from schedmate.tracker import LineClassifier
+
+    kb = KnowledgeBase.load()
+    settings = FailureSettings(dry_run=False)
+    backend = InMemoryClusterBackend.with_nodes(["gpu-01", "gpu-02", "gpu-09"])
+    view = JobView("r1", user="ann", state=JobState.FAILED, nodes=("gpu-01",))
+    backend.add_job(view)
+    planner = RecoveryPlanner(backend, AuditLog(tmp_path / "audit.jsonl"), settings)
+    handler = FailureHandler(
+        FailureLocator(LineClassifier(), kb, settings),
+        FailureClassifier(kb, minilm, None, min_similarity=0.3),
+        planner,
+        settings,
+    )
+    root = f"runner error: {UNCOVERED[0][0]} on gpu-09"
+    r = handler.diagnose_lines(["epoch 1 step 20 loss 0.9", root], JobContext.from_view(view))
+    assert r.root_cause_line == root and r.method == "embedding"
+    assert all(a.action is not RecoveryKind.DRAIN_NODE for a in r.recovery)
+    assert all(set(a.exclude_nodes) <= {"gpu-01"} for a in r.recovery)
+    assert all(kind != "drain" for kind, _, _ in backend.log)
