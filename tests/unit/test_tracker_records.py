@@ -146,3 +146,13 @@ def test_an_evaluation_results_block_after_a_logger_prefix() -> None:
     ]
     r = run(lines)
     assert (r.step, r.loss) == (500, pytest.approx(0.5))
+
+
+def test_evaluation_bars_of_the_same_shape_after_the_run_report() -> None:
+    bar = " {p}%|#| {i}/{n} [00:01<00:01,  2.00it/s]"
+    lines = [bar.format(p=50, i=20, n=40), bar.format(p=100, i=30, n=30), bar.format(p=100, i=40, n=40)]
+    lines += [f"{{'loss': {x}, 'epoch': 1.0}}" for x in (0.6, 0.5, 0.4)]  # flushed late, in a burst
+    lines += ["{'train_runtime': 80.0, 'train_loss': 0.5, 'epoch': 1.0}"]
+    lines += [bar.format(p=100, i=30, n=30)]
+    r = run(lines)
+    assert (r.step, r.loss) == (None, 0.4)

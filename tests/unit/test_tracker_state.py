@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from schedmate.core.errors import BackendUnavailable
 from schedmate.core.types import ProgressSample
-from schedmate.tracker.mapper import FieldMapper
+from schedmate.tracker.mapper import FieldMapper, MappingReply
 from schedmate.tracker.state import EventDetector, TableReader, sample_from_line, summarize
 
 
@@ -176,3 +176,34 @@ def test_mapper_cache_file_round_trip(tmp_path) -> None:
     assert again.mapping_for("t", "x 5") is not None
     f.write_text("{not json")
     assert FieldMapper(None, cache_file=f).mappings == {}
+
+
+class RecordingLLM(FakeLLM):
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+        self.prompts: list[list[dict[str, str]]] = []
+
+    def complete_json(self, messages: list[dict[str, str]], schema_model: type[BaseModel]) -> BaseModel:
+        self.prompts.append(messages)
+        return super().complete_json(messages, schema_model)
+
+
+def test_mapper_shows_marked_numbers_and_takes_roles() -> None:
+    roles = [{"mark": 0, "role": "step"}, {"mark": 1, "role": "loss"}, {"mark": 2, "role": "step_time"}]
+    llm = RecordingLLM([{"roles": [*roles, {"mark": 9, "role": "lr"}], "step_time_unit": "ms"}])
+    mapper = FieldMapper(llm)
+    m = mapper.mapping_for("tmpl", "<<12>> ~0.75~ [310]")
+    assert "[#0 12]" in llm.prompts[0][-1]["content"] and "[#2 310]" in llm.prompts[0][-1]["content"]
+    assert m is not None and m.indices == {"step": 0, "loss": 1, "step_time": 2}  # mark 9 does not exist
+    s = m.apply(1, "<<13>> ~0.5~ [320]")
+    assert s is not None and (s.step, s.loss, s.step_time_s) == (13, 0.5, pytest.approx(0.32))
+
+
+def test_mapper_ignores_marks_not_in_the_line_and_non_fields() -> None:
+    mapper = FieldMapper(FakeLLM([{"roles": [{"mark": 5, "role": "step"}, {"mark": 1, "role": "other"}]}]))
+    assert mapper.mapping_for("t", "a 1 b 2") is None
+
+
+def test_mapper_reply_with_an_unknown_role_is_invalid() -> None:
+    with pytest.raises(ValueError):
+        MappingReply.model_validate({"roles": [{"mark": 0, "role": "rm -rf /"}]})

@@ -334,13 +334,14 @@ def _take(values: dict[str, object], s: ProgressSample) -> None:
 
 
 def _after_run_end(samples: Sequence[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """After an end-of-run report (`train_runtime`...), progress of a loop not seen before
-    it (a final evaluation or generation bar) is not training."""
+    """After an end-of-run report (`train_runtime`...), progress of any loop but the one that
+    reported last before it (a final evaluation or generation bar) is not training."""
     out = list(samples)
     end = next((i for i in range(len(out) - 1, -1, -1) if out[i][0].is_eval and out[i][0].summary), None)
     if end is None:
         return out
-    before = {(_stream(s), s.total_steps) for s, _ in out[:end] if not s.is_eval}
+    last = next((s for s, _ in reversed(out[:end]) if not s.is_eval and s.step is not None), None)
+    before = {(_stream(last), last.total_steps)} if last is not None else set()
     for i in range(end + 1, len(out)):
         s, bar = out[i]
         if not s.is_eval and s.step is not None and (_stream(s), s.total_steps) not in before:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["mask_batch", "mask_line", "numeric_tokens", "MAX_TEMPLATE_CHARS"]
+__all__ = ["mask_batch", "mask_line", "numeric_tokens", "mark_numbers", "MAX_TEMPLATE_CHARS"]
 
 MAX_TEMPLATE_CHARS = 160
 
@@ -39,3 +39,10 @@ def mask_batch(lines: list[str]) -> list[str]:
 def numeric_tokens(text: str) -> list[str]:
     """The numbers of a line, in order (used by LLM field mappings: field -> token index)."""
     return [m.group(0) for m in _NUM_TOKEN.finditer(text)]
+
+
+def mark_numbers(text: str) -> str:
+    """The line with each number marked by its index (`step [#0 12]/[#1 100]`), as the LLM sees it;
+    the indices are those of `numeric_tokens`."""
+    counter = iter(range(1 << 30))
+    return _NUM_TOKEN.sub(lambda m: f"[#{next(counter)} {m.group(0)}]", text)
