@@ -151,7 +151,7 @@ def postgres_url() -> str:
     require(_has("psycopg", "pgvector"), "psycopg / pgvector missing: pip install -e '.[postgres]'")
     import psycopg
 
-    from schedmate.advisor.store_pg import redact_url
+    from schedmate.advisor.history import redact_url
 
     hint = "run .ci/provision_pgvector.sh as root"
     row = None

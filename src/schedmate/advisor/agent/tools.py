@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import regex  # type: ignore[import-untyped]  # pinned in pyproject; no type stubs installed
+import regex  # pinned in pyproject; untyped (mypy override)
 
 from schedmate.core.errors import InputError
 from schedmate.inputs import Deadline
