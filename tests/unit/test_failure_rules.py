@@ -370,3 +370,27 @@ def test_a_host_oom_kill_is_not_overruled_by_the_nccl_cascade(h: FailureHandler)
     ]
     r = h.diagnose_lines(lines)
     assert r.root_cause_line_no == 2 and r.kind == "host_oom_killed"
+
+
+def test_another_ranks_cause_printed_before_the_last_progress_line(h: FailureHandler) -> None:
+    """Buffered multi-rank output: rank 5's fault is printed, rank 0 logs one more step,
+    then the watchdog fires: the fault, not the watchdog, is the root."""
+    lines = [
+        "step 40 loss 1.10",
+        "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB",
+        "step 41 loss 1.09",
+        "[rank0]:[E ProcessGroupNCCL.cpp:9] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.category == "application"
+
+
+def test_a_cascade_alone_stays_the_root(h: FailureHandler) -> None:
+    lines = [
+        "step 40 loss 1.10",
+        "step 41 loss 1.09",
+        "[rank0]:[E ProcessGroupNCCL.cpp:9] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 3

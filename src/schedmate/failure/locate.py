@@ -77,6 +77,13 @@ _STRONG = 0.7  # a signature this sure marks a line as a cause anywhere (binary-
 _REGION_FLOOR = 0.6
 _LOOKAHEAD = 200
 _DEFER_LOOKAHEAD = 30
+_BEHIND_PROGRESS = 50
+# consequences of another rank's failure: never the cause when a definite one is near
+_CASCADE = re.compile(
+    r"Watchdog caught|collective operation timeout|WorkNCCL\(.{0,300}\)\s*ran for|communicator was aborted"
+    r"|ChildFailedError|remote process exited|Some NCCL operations have failed or timed out",
+    re.I,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +194,29 @@ class FailureLocator:
         if found is None:
             return None, None
         i, sig = found
-        return self._refine(lines, kinds, i, sig)
+        i, sig = self._refine(lines, kinds, i, sig)
+        if _CASCADE.search(lines[i]) and 0 < last_progress <= i:
+            earlier = self._cause_behind_progress(lines, last_progress)
+            if earlier is not None:
+                return earlier
+        return i, sig
+
+    def _cause_behind_progress(
+        self, lines: Sequence[str], last_progress: int
+    ) -> tuple[int, Signature] | None:
+        """Ranks print out of order: when the region only holds a cascade (a collective
+        timeout, an aborted communicator), a definite cause printed by another rank just
+        before the last progress line is the root."""
+        for j in range(max(0, last_progress - _BEHIND_PROGRESS), last_progress):
+            sig = self._strong(lines[j])
+            if (
+                sig is not None
+                and sig.defer_to is None
+                and not _CASCADE.search(lines[j])
+                and not _is_frame(lines[j])
+            ):
+                return j, sig
+        return None
 
     def _first_candidate(
         self, lines: Sequence[str], kinds: Sequence[LineKind], start: int
