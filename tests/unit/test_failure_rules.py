@@ -157,6 +157,10 @@ def test_device_assert_yields_to_the_kernel_assertion(h: FailureHandler) -> None
         ("attempt 2 failed: Host EC2 (instance i-9f9f9f) terminated.", "preemption"),
         ("TERM_OWNER: job killed by its owner", "terminated_by_signal"),
         ("mpirun: process rank 5 on node n-2 exited on signal 9 (Killed).", "process_killed_sigkill"),
+        (
+            "RuntimeError: store based barrier on rank 2 timed out after 1800 s (8 of 16 joined)",
+            "rendezvous_store_error",
+        ),
     ],
 )
 def test_platform_messages_are_root_causes_without_an_exception(
