@@ -171,6 +171,7 @@ class JobView:
     comment: str | None = None
     estimate_s: float | None = None
     eta_s: float | None = None
+    mem: str | None = None  # memory request in the scheduler's syntax ('64G', '4000M')
 
     def with_(self, **changes: object) -> JobView:
         """A copy with some fields changed (views are immutable)."""
