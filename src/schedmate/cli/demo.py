@@ -73,18 +73,17 @@ def demo(
 
 def _advisor_demo(settings: Settings) -> None:
     """Scheduling Advisor: a bundled history of measured runs, advice for a new job."""
-    from schedmate.advisor import JobRecord, read_jobs
     from schedmate.cli.advise import render_advice
-    from schedmate.sdk import build_advisor
+    from schedmate.sdk.advising import advise, import_history, job_from_code
 
     root = Path(str(resources.files("schedmate.data").joinpath("advisor")))
     example = json.loads((root / "example.json").read_text("utf-8"))
+    settings = settings.model_copy(
+        update={"advisor": settings.advisor.model_copy(update={"use_agent": False})}
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        advisor = build_advisor(
-            settings.model_copy(update={"advisor": settings.advisor.model_copy(update={"use_agent": False})}),
-            Path(tmp) / "history.db",
-        )
-        report = advisor.import_jobs(read_jobs(root / "history.jsonl", need_duration=True))
+        store = Path(tmp) / "history.db"
+        report = import_history(settings, root / "history.jsonl", store=store)
         console.print(
             Panel.fit(
                 f"Scheduling Advisor: {report.imported} past runs imported "
@@ -92,21 +91,19 @@ def _advisor_demo(settings: Settings) -> None:
                 f"  {example['command']}   (in {example['code_dir']})"
             )
         )
-        rec = JobRecord(
-            job_id=example["job_id"],
-            code_dir=str(root / example["code_dir"]),
+        job = job_from_code(
+            root / example["code_dir"],
             command=example["command"],
             user=example.get("user"),
             name=example.get("name"),
             n_gpus=example.get("n_gpus"),
         )
-        advice = advisor.advise(rec)
-        console.print(render_advice(advice))
+        for advice in advise(settings, [job], store=store):
+            console.print(render_advice(advice))
         if example.get("measured_s"):
             console.print(
                 f"[dim]this run was measured at {example['measured_s']:.1f}s on {example.get('measured_on', '?')}[/]"
             )
-        advisor.store.close()
 
 
 def _sim_demo(settings: Settings) -> None:
@@ -143,7 +140,6 @@ def _sim_demo(settings: Settings) -> None:
 def _failure_demo(settings: Settings) -> None:
     """Failure Handler on the bundled failing logs: dry-run plans, audit in a temp dir."""
     from schedmate.cli.diagnose import render_report
-    from schedmate.failure import JobContext
     from schedmate.sdk import build_failure_handler
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +149,7 @@ def _failure_demo(settings: Settings) -> None:
         handler = build_failure_handler(settings.model_copy(update={"failure": fs}))
         console.print(Panel.fit("Failure Handler: root cause, category, recovery plan (dry run)"))
         for log in example_logs():
-            r = handler.diagnose(log, JobContext(job_id=log.stem))
+            r = handler.diagnose(log)
             if r.failed:
                 console.print(render_report(r))
 
