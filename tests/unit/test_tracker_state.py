@@ -9,8 +9,9 @@ from pydantic import BaseModel
 
 from schedmate.core.errors import BackendUnavailable
 from schedmate.core.types import ProgressSample
-from schedmate.tracker.mapper import FieldMapper, MappingReply
+from schedmate.tracker.mapper import FieldMapper, MappingReply, _reply_model
 from schedmate.tracker.state import EventDetector, TableReader, sample_from_line, summarize
+from schedmate.tracker.templates import numeric_tokens
 
 
 def run(lines: list[str]):
@@ -147,7 +148,8 @@ class FakeLLM:
 
 
 def test_mapper_asks_once_per_template_and_reuses_mapping() -> None:
-    llm = FakeLLM([{"step": "12", "loss": "0.75", "step_time": "310", "step_time_unit": "ms"}])
+    roles = [{"mark": 0, "role": "step"}, {"mark": 1, "role": "loss"}, {"mark": 2, "role": "step_time"}]
+    llm = FakeLLM([{"roles": roles, "step_time_unit": "ms"}])
     mapper = FieldMapper(llm)
     m = mapper.mapping_for("tmpl", "<<12>> ~0.75~ [310]")
     assert m is not None
@@ -158,12 +160,12 @@ def test_mapper_asks_once_per_template_and_reuses_mapping() -> None:
 
 
 def test_mapper_rejects_numbers_not_in_the_line() -> None:
-    mapper = FieldMapper(FakeLLM([{"step": "999"}]))
+    mapper = FieldMapper(FakeLLM([{"roles": [{"mark": 7, "role": "step"}]}]))
     assert mapper.mapping_for("t", "a 1 b 2") is None
 
 
 def test_mapper_outage_is_not_cached() -> None:
-    llm = FakeLLM([BackendUnavailable("down"), {"step": "1"}])
+    llm = FakeLLM([BackendUnavailable("down"), {"roles": [{"mark": 0, "role": "step"}]}])
     mapper = FieldMapper(llm)
     assert mapper.mapping_for("t", "x 1") is None
     assert mapper.mapping_for("t", "x 1") is not None
@@ -171,7 +173,7 @@ def test_mapper_outage_is_not_cached() -> None:
 
 def test_mapper_cache_file_round_trip(tmp_path) -> None:
     f = tmp_path / "maps.json"
-    FieldMapper(FakeLLM([{"step": "1"}]), cache_file=f).mapping_for("t", "x 1")
+    FieldMapper(FakeLLM([{"roles": [{"mark": 0, "role": "step"}]}]), cache_file=f).mapping_for("t", "x 1")
     again = FieldMapper(None, cache_file=f)
     assert again.mapping_for("t", "x 5") is not None
     f.write_text("{not json")
@@ -189,14 +191,20 @@ class RecordingLLM(FakeLLM):
 
 
 def test_mapper_shows_marked_numbers_and_takes_roles() -> None:
-    roles = [{"mark": 0, "role": "step"}, {"mark": 1, "role": "loss"}, {"mark": 2, "role": "step_time"}]
-    llm = RecordingLLM([{"roles": [*roles, {"mark": 9, "role": "lr"}], "step_time_unit": "ms"}])
+    roles = [{"mark": 0, "role": "step"}, {"mark": 9, "role": "loss"}, {"mark": 2, "role": "step_time"}]
+    llm = RecordingLLM([{"roles": roles, "step_time_unit": "ms"}])
     mapper = FieldMapper(llm)
     m = mapper.mapping_for("tmpl", "<<12>> ~0.75~ [310]")
     assert "[#0 12]" in llm.prompts[0][-1]["content"] and "[#2 310]" in llm.prompts[0][-1]["content"]
-    assert m is not None and m.indices == {"step": 0, "loss": 1, "step_time": 2}  # mark 9 does not exist
+    assert m is not None and m.indices == {"step": 0, "step_time": 2}  # mark 9 does not exist
     s = m.apply(1, "<<13>> ~0.5~ [320]")
-    assert s is not None and (s.step, s.loss, s.step_time_s) == (13, 0.5, pytest.approx(0.32))
+    assert s is not None and (s.step, s.loss, s.step_time_s) == (13, None, pytest.approx(0.32))
+
+
+def test_mapper_reply_has_at_most_one_role_per_mark() -> None:
+    reply_model = _reply_model(len(numeric_tokens("a 1 b 2")))  # what the server is asked for
+    with pytest.raises(ValueError):
+        reply_model.model_validate({"roles": [{"mark": i % 2, "role": "other"} for i in range(3)]})
 
 
 def test_mapper_ignores_marks_not_in_the_line_and_non_fields() -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from schedmate.core.errors import BackendError
 from schedmate.core.types import ProgressSample
@@ -52,17 +53,10 @@ class MarkRole(BaseModel):
 
 
 class MappingReply(BaseModel):
-    """What the model returns: a role for each marked number (`roles`), and/or numbers copied
-    verbatim from the line per field (older replies), or null."""
+    """What the model returns: the role of each marked number, and the step time's unit."""
 
-    roles: list[MarkRole] | None = Field(None, max_length=32, description="the role of each marked number")
-    step: str | None = Field(None, description="training step/iteration counter")
-    total_steps: str | None = Field(None, description="total number of steps, if printed")
-    epoch: str | None = None
-    loss: str | None = Field(None, description="the total training loss (not a component, not validation)")
-    step_time: str | None = Field(None, description="time per step as printed")
-    step_time_unit: str | None = Field(None, description="one of s, ms, it/s (a rate), null")
-    lr: str | None = None
+    roles: list[MarkRole] = Field(default_factory=list, max_length=32)
+    step_time_unit: Literal["s", "ms", "it/s"] | None = Field(None, description="unit of the step_time mark")
 
 
 class FieldMapping(BaseModel):
@@ -113,6 +107,18 @@ _PROMPT = (
 )
 
 
+@lru_cache(maxsize=64)
+def _reply_model(n_marks: int) -> type[MappingReply]:
+    """MappingReply whose `roles` holds at most one entry per mark of the line: the grammar
+    the server derives from it bounds what a small model can generate."""
+    model: type[MappingReply] = create_model(
+        "MappingReply",
+        __base__=MappingReply,
+        roles=(list[MarkRole], Field(default_factory=list, max_length=min(n_marks, 32))),
+    )
+    return model
+
+
 class FieldMapper:
     """Asks the LLM once per unparsed progress template; caches mappings (optionally on disk)."""
 
@@ -133,6 +139,9 @@ class FieldMapper:
             return self.mappings[template]
         if self.llm is None or not self.llm.available:
             return None
+        n_marks = len(numeric_tokens(example[:2000]))
+        if n_marks == 0:
+            return None
         self.calls += 1
         try:
             reply = self.llm.complete_json(
@@ -140,7 +149,7 @@ class FieldMapper:
                     {"role": "system", "content": _PROMPT},
                     {"role": "user", "content": mark_numbers(example[:2000])},
                 ],
-                MappingReply,
+                _reply_model(n_marks),
             )
         except BackendError:
             return None  # an outage: do not cache, retry on a later line
@@ -154,23 +163,11 @@ class FieldMapper:
         toks = numeric_tokens(example)
         indices: dict[str, int] = {}
         used: set[int] = set()
-        for mr in reply.roles or []:
+        for mr in reply.roles:
             i, role = mr.mark, mr.role
             if i < len(toks) and role in _FIELDS and role not in indices and i not in used:
                 indices[role] = i
                 used.add(i)
-        for f in _FIELDS:
-            if f in indices:
-                continue
-            val = getattr(reply, f)
-            if val is None:
-                continue
-            want = str(val).strip()
-            for i, t in enumerate(toks):
-                if i not in used and t == want:
-                    indices[f] = i
-                    used.add(i)
-                    break
         if not indices:
             return None  # the model's numbers are not in the line: reject the reply
         unit = (reply.step_time_unit or "s").strip().lower()
