@@ -104,8 +104,8 @@ class Simulator(RoundMixin):
         self.quota = sem.round == "quota" and preemptive and not self.packing
         # running keys only fall between a job's own events (starts, releases, key events):
         # "no victim set lets this head start" then holds until one of those (VCState.ver)
-        # (verified to the last digit on Philly and Helios for SRTF and Tiresias; not yet for the
-        # semantic policy, whose runs differ by microseconds with it: off there until understood)
+        # (a jump is announced by next_change: the cache holds until the earliest one, JobState.jump_at;
+        # runs with and without it are identical to the last digit on Philly and Helios)
         varying = isinstance(policy, TimeVaryingKey)
         self.evict_cache = preemptive and (
             not varying or (self.key_events and bool(getattr(policy, "keys_rise_only_at_events", False)))
@@ -256,8 +256,6 @@ class Simulator(RoundMixin):
                 self._infra_failure(vc, st, t, events)
             elif kind == _KEY:  # a running job's key changed (a demotion, a warm-up's end): re-rank
                 vc.ver += 1
-                if tie < 0:
-                    continue  # the marker just before the jump: the cache is invalid from now on
                 if not self._round_would_act(vc, t, policy):
                     continue  # an exact shortcut: the round would change nothing
             elif not self._check_pair(vc, st, t, events):
@@ -314,8 +312,9 @@ class Simulator(RoundMixin):
             change = self.policy.next_change(st, now)  # type: ignore[attr-defined]
             if change is not None and change < end:
                 heapq.heappush(events, (change, _KEY, st.idx, st.idx, st.version))
-                if self.evict_cache:  # from just before the jump, "nothing to evict" may be stale
-                    heapq.heappush(events, (change - 2e-6, _KEY, -1, st.idx, st.version))
+                st.jump_at = change - 2e-6  # the jump itself (the event is a hair after it)
+            else:
+                st.jump_at = math.inf
         if self._infra_rate:
             fail = now + self._rng.expovariate(self._infra_rate * st.gpus)
             if fail < end:

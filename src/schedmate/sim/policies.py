@@ -179,6 +179,7 @@ class SemanticPolicy:
     backfill: bool = True
     failure_aware: bool = True
     packing: bool = False
+    keys_rise_only_at_events: bool = True
     cancel_slowdown: float = 1.3
     detect_s: float = 120.0
 

@@ -7,6 +7,7 @@ order against the VC's GPUs). The engine (engine.py) owns the loop and the state
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -195,7 +196,14 @@ class RoundMixin:
                 continue
             if self.packing and self._pack_some(vc, now, events):
                 continue  # sharing GPUs is tried before evicting anyone
-            if policy.preemptive and not (self.evict_cache and vc.no_evict == (vc.ver, head)):
+            cached = vc.no_evict
+            if policy.preemptive and not (
+                self.evict_cache
+                and cached is not None
+                and cached[0] == vc.ver
+                and cached[1] == head
+                and now < cached[2]
+            ):
                 if victims_pool is None:
                     victims_pool = self._victims(vc, now, head[0])
                     pool_ver = vc.ver
@@ -228,7 +236,9 @@ class RoundMixin:
                     self._start(vc, st, now, events)
                     continue
                 if pool_ver == vc.ver:  # (a pool from before a backfill in this round misses that job)
-                    vc.no_evict = (vc.ver, head)
+                    jobs = self.jobs
+                    until = min((jobs[i].jump_at for i in vc.running), default=math.inf)
+                    vc.no_evict = (vc.ver, head, until)
             room = vc.free if nodes is None else nodes.limit()
             if not policy.backfill or room == 0:
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from schedmate.sim.interference import DEFAULT_CLASS
@@ -41,6 +42,7 @@ class JobState:
     alloc: Alloc = ()  # node placement: the (node, GPUs) its latest run held (shared by a pair)
     overhead: float = 0.0  # work added by preemptions (checkpoint + restart), full-speed seconds
     start_seq: int = 0  # order of its latest (re)start (Lucid's run-list order breaks key ties)
+    jump_at: float = math.inf  # while running: when its key next jumps up (announced by the policy)
 
     @property
     def nodes(self) -> tuple[int, ...]:
@@ -69,9 +71,9 @@ class VCState:
     vid: int = 0  # index of the VC (round events)
     round_at: float = -1.0  # batched rounds: time of its pending round, -1 when none
     ver: int = 0  # bumped when its running set or a running job's key jump changes
-    no_evict: tuple[int, tuple[tuple[float, ...], int, int]] | None = (
-        None  # (ver, head) nothing can evict for
-    )
+    # (ver, head, until): no set of worse running jobs lets this head start, while the running
+    # set is unchanged (ver) and until the first announced key jump of a running job
+    no_evict: tuple[int, tuple[tuple[float, ...], int, int], float] | None = None
 
     @property
     def max_job(self) -> int:
