@@ -102,3 +102,18 @@ def test_events_are_in_the_json() -> None:
     obj = MetricTracker().track_lines(lines).to_json_dict()
     assert [e["kind"] for e in obj["events"]] == ["slowdown"]
     assert set(obj["events"][0]) == {"kind", "line_no", "message", "ratio"}
+
+
+def test_follow_keeps_evaluation_sections_apart(tmp_path: Path) -> None:
+    p = tmp_path / "live.log"
+    p.write_text("ep 1: loss 0.9\nep 2: loss 0.8\n-- testing --\nep 2: loss 1.7\n")
+    polls = [0]
+
+    def stop() -> bool:
+        polls[0] += 1
+        return polls[0] > 3
+
+    last = None
+    for up in MetricTracker().follow(p, poll_s=0.001, stop=stop):
+        last = up.result
+    assert last is not None and (last.step, last.loss) == (2, pytest.approx(0.8))

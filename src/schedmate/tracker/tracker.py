@@ -273,6 +273,7 @@ class MetricTracker:
         events: deque[TrackEvent] = deque(maxlen=100)
         idle: list[TrackEvent] = []
         table = TableReader()
+        sections = Sections()
         embed = self._use_llm()
 
         def _poll() -> bool:
@@ -287,7 +288,13 @@ class MetricTracker:
             new: list[TrackEvent] = idle[:]
             idle.clear()
             kind = self.classifier.classify_batch([line.text], embed=embed)[0]
-            got = [(s, bar) for s, bar, _ in self._line_samples(table, line.no, line.text, kind)]
+            got = [
+                (sections.mark(s), bar) for s, bar, _ in self._line_samples(table, line.no, line.text, kind)
+            ]
+            if not got and kind is not LineKind.PROGRESS:
+                marker = sections.announce(line.no, line.text)
+                if marker is not None:
+                    recent.append((marker, False))
             now = clock()
             for s, bar in got:
                 recent.append((s, bar))
