@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schedmate.core.errors import ConfigError
 
@@ -102,8 +102,14 @@ class FailureSettings(_Section):
     max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on a resubmission's time limit")
     mem_factor: float = Field(2.0, gt=1, description="resubmission after a memory-limit kill: memory x this")
     max_mem_mb: int = Field(1024 * 1024, gt=0, description="cap on a resubmission's memory (MB)")
-    audit_log: str = Field("", description="JSONL audit file (default: cache_dir/audit.jsonl)")
+    audit_log: str = Field(
+        "",
+        description="JSONL audit file, the one ledger of recovery actions (default: cache_dir/audit.jsonl)",
+    )
     dry_run: bool = True
+    backend: Literal["none", "slurm"] = Field(
+        "none", description="scheduler `diagnose` acts through (none: plans only; `watch` always uses Slurm)"
+    )
 
 
 class AdvisorSettings(_Section):
@@ -147,6 +153,16 @@ class SlurmSettings(_Section):
     timeout_s: float = Field(20.0, gt=0, description="limit on one Slurm command")
 
 
+_MOVED_TO_FAILURE = {
+    "requeue_budget": "retry_budget",
+    "timeout_requeue": "time_limit_factor",
+    "timeout_factor": "time_limit_factor",
+    "corroborating_users": "corroborating_users",
+    "corroboration_window_s": "corroboration_window_s",
+    "min_failure_confidence": "min_recover_confidence",
+}
+
+
 class WatchSettings(_Section):
     """`schedmate watch`: the live agent next to slurmctld. Dry run unless `execute`."""
 
@@ -159,15 +175,11 @@ class WatchSettings(_Section):
     time_limit_margin: float = Field(0.25, ge=0, description="fraction added to p90")
     time_limit_min_margin_s: float = Field(300.0, ge=0, description="at least this many seconds above p90")
     allow_above_request: bool = Field(False, description="may raise a pending job's limit above its request")
-    requeue_budget: int = Field(2, ge=0, description="requeues of one job by watch, all causes")
-    timeout_requeue: bool = Field(True, description="requeue a job killed at its time limit with more time")
-    timeout_factor: float = Field(2.0, gt=1, description="new limit = old limit x this, at most the cap")
-    max_time_limit_s: float = Field(7 * 24 * 3600.0, gt=0, description="cap on any limit watch sets")
-    corroborating_users: int = Field(2, ge=2, description="distinct users whose jobs failed on a node before a drain")
-    corroboration_window_s: float = Field(24 * 3600.0, gt=0, description="how far back those failures count")
+    max_time_limit_s: float = Field(
+        7 * 24 * 3600.0, gt=0, description="cap on a pending job's TimeLimit set from a prediction"
+    )
     drains_per_hour: int = Field(1, ge=0, description="node drains allowed per hour (0 = never drain)")
     max_drained_share: float = Field(0.1, ge=0, le=1, description="of a partition's nodes drained at once")
-    min_failure_confidence: float = Field(0.7, ge=0, le=1, description="below this, annotate only")
     read_bytes: int = Field(1024 * 1024, ge=4096, description="new log bytes read per job per cycle")
     window_lines: int = Field(64, ge=20, description="recent log lines kept per running job")
     track_lines: int = Field(12, ge=4, description="newest lines given to the tracker per job per cycle")
@@ -175,6 +187,16 @@ class WatchSettings(_Section):
     max_backoff_s: float = Field(300.0, ge=1, description="longest wait after Slurm or the store failed")
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port (0 = off)")
     metrics_host: str = "127.0.0.1"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        """Recovery rules live in [failure] (one policy for `watch` and `diagnose`)."""
+        if isinstance(data, Mapping):
+            for old, new in _MOVED_TO_FAILURE.items():
+                if old in data:
+                    raise ValueError(f"watch.{old} moved to failure.{new} (one recovery policy)")
+        return data
 
 
 class SimSettings(_Section):
