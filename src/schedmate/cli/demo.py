@@ -108,20 +108,23 @@ def _advisor_demo(settings: Settings) -> None:
 
 def _sim_demo(settings: Settings) -> None:
     """A small synthetic cluster: classic policies against the semantic one, with plots."""
-    from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
+    from schedmate.sdk.sim import compare_synthetic, plot_runs
 
-    jobs = synthetic_trace(600, seed=7, mean_gap_s=45.0)
     table = Table(title="Simulator: 600 synthetic jobs on 64 GPUs (semantic = noisy predictions + live ETA)")
     for col in ("policy", "estimator", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
         table.add_column(col, justify="left" if col in ("policy", "estimator") else "right")
-    results = []
-    for pol, est in (("fifo", "oracle"), ("qssf", "history"), ("tiresias", "oracle"), ("semantic", "noisy")):
-        res = Simulator(jobs, {"*": 64}, make_policy(pol), make_estimator(est), timeline_every=5).run()
-        results.append(res)
-        m, _ = summarize_sim(res)
+    runs = compare_synthetic(
+        [("fifo", "oracle"), ("qssf", "history"), ("tiresias", "oracle"), ("semantic", "noisy")],
+        n_jobs=600,
+        gpus=64,
+        seed=7,
+        mean_gap_s=45.0,
+    )
+    for run in runs:
+        m = run.metrics
         table.add_row(
-            pol,
-            est,
+            run.policy,
+            run.estimator,
             f"{m.avg_jct_s:,.0f} s",
             f"{m.p99_jct_s:,.0f} s",
             f"{m.avg_queue_s:,.0f} s",
@@ -129,9 +132,7 @@ def _sim_demo(settings: Settings) -> None:
         )
     console.print(table)
     try:
-        from schedmate.sim.plots import plot_results
-
-        files = plot_results(results, Path(settings.cache_dir) / "demo", title="(demo)")
+        files = plot_runs([r.result for r in runs], Path(settings.cache_dir) / "demo", title="(demo)")
         console.print("[dim]plots: " + ", ".join(str(f) for f in files) + "[/]")
     except SchedmateError as exc:
         console.print(f"[dim]no plots: {exc}[/]")

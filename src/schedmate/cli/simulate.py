@@ -258,10 +258,9 @@ def simulate(
     else:
         _print_table(rep, per_vc, failures is not None)
     if plot is not None:
-        from schedmate.sim.plots import plot_results
+        from schedmate.sdk.sim import plot_runs
 
-        results = [r.result for r in rep.runs]
-        for f in plot_results(results, plot, title=rep.trace):  # type: ignore[arg-type]
+        for f in plot_runs([r.result for r in rep.runs], plot, title=rep.trace):
             err_console.print(f"wrote {f}")
     if per_job is not None:
         err_console.print(f"wrote {per_job}")

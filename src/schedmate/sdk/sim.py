@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedmate.core.cluster import ClusterSnapshot
 from schedmate.core.errors import InputError
+from schedmate.sim.estimators import DEFAULT_ESTIMATORS, default_estimator
+from schedmate.sim.whatif import StartPrediction
 
 if TYPE_CHECKING:
     from schedmate.sim.metrics import Metrics
@@ -31,26 +33,10 @@ __all__ = [
     "predict_starts",
     "predict_trace",
     "simulate",
+    "plot_runs",
+    "SyntheticRun",
+    "compare_synthetic",
 ]
-
-# the estimator each policy uses unless told otherwise (what it would have in practice)
-DEFAULT_ESTIMATORS = {
-    "fifo": "oracle",
-    "sjf": "history",
-    "srtf": "oracle",
-    "tiresias": "oracle",
-    "qssf": "history",
-    "semantic": "noisy",
-    "lucid": "history",
-    "semantic-pack": "noisy",
-}
-
-
-def default_estimator(policy: str, semantics: str = "default") -> str:
-    """Lucid's SJF keys on the true duration: under `--semantics lucid` it is an oracle."""
-    if policy == "sjf" and semantics.split(",")[0].strip() == "lucid":
-        return "oracle"
-    return DEFAULT_ESTIMATORS.get(policy, "oracle")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,22 +215,6 @@ def simulate(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class StartPrediction:
-    """When a pending job is predicted to start (POSIX or trace seconds, as the snapshot's
-    time): p10 / p50 / p90 over the sampled futures; None when it never started in any."""
-
-    job_id: str
-    gpus: int
-    partition: str
-    p10_s: float | None
-    p50_s: float | None
-    p90_s: float | None
-    samples: int = 0
-    started_in: int = 0  # samples in which it started within the horizon
-    waits: tuple[float, ...] = field(default=(), repr=False)
-
-
 def predict_starts(
     snapshot: ClusterSnapshot,
     *,
@@ -369,3 +339,42 @@ def predict_trace(
         tuple(preds),
         {p.job_id: actual[p.job_id] for p in preds},
     )
+
+
+def plot_runs(results: Sequence[object], out_dir: str | Path, title: str = "") -> list[Path]:
+    """JCT CDF and queue/utilisation plots of simulation results (`PolicyRun.result`s) in
+    `out_dir`; needs matplotlib (the `plot` extra), else an InputError saying so."""
+    from schedmate.sim.engine import SimResult
+    from schedmate.sim.plots import plot_results
+
+    return plot_results([r for r in results if isinstance(r, SimResult)], out_dir, title=title)
+
+
+@dataclass(frozen=True)
+class SyntheticRun:
+    """One policy on a synthetic trace (the demo's comparison)."""
+
+    policy: str
+    estimator: str
+    metrics: Metrics
+    result: object
+
+
+def compare_synthetic(
+    runs: Sequence[tuple[str, str]],
+    *,
+    n_jobs: int = 600,
+    gpus: int = 64,
+    seed: int = 7,
+    mean_gap_s: float = 45.0,
+) -> list[SyntheticRun]:
+    """Each (policy, estimator) on one synthetic trace of `n_jobs` jobs on a `gpus`-GPU cluster."""
+    from schedmate.sim import Simulator, make_estimator, make_policy, summarize_sim, synthetic_trace
+
+    jobs = synthetic_trace(n_jobs, seed=seed, mean_gap_s=mean_gap_s)
+    out: list[SyntheticRun] = []
+    for pol, est in runs:
+        res = Simulator(jobs, {"*": gpus}, make_policy(pol), make_estimator(est), timeline_every=5).run()
+        metrics, _ = summarize_sim(res)
+        out.append(SyntheticRun(pol, est, metrics, res))
+    return out

@@ -31,6 +31,8 @@ __all__ = [
     "HistoryEstimator",
     "FileEstimator",
     "make_estimator",
+    "DEFAULT_ESTIMATORS",
+    "default_estimator",
 ]
 
 
@@ -161,3 +163,23 @@ def make_estimator(spec: str, seed: int = 0) -> Estimator:
     raise ConfigError(
         f"unknown estimator '{spec}'; valid: oracle, history, noisy[:sigma|:errors_file], file:PATH"
     )
+
+
+# the estimator each policy uses unless told otherwise (what it would have in practice)
+DEFAULT_ESTIMATORS = {
+    "fifo": "oracle",
+    "sjf": "history",
+    "srtf": "oracle",
+    "tiresias": "oracle",
+    "qssf": "history",
+    "semantic": "noisy",
+    "lucid": "history",
+    "semantic-pack": "noisy",
+}
+
+
+def default_estimator(policy: str, semantics: str = "default") -> str:
+    """Lucid's SJF keys on the true duration: under `--semantics lucid` it is an oracle."""
+    if policy == "sjf" and semantics.split(",")[0].strip() == "lucid":
+        return "oracle"
+    return DEFAULT_ESTIMATORS.get(policy, "oracle")

@@ -14,8 +14,7 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
 from schedmate.core.cluster import ClusterSnapshot, JobView
 from schedmate.core.cluster import JobState as ViewState
@@ -26,10 +25,25 @@ from schedmate.sim.policies import SchedulingPolicy
 from schedmate.sim.state import JobState as EngineJob
 from schedmate.sim.trace import TraceJob
 
-if TYPE_CHECKING:
-    from schedmate.sdk.sim import StartPrediction
+
+@dataclass(frozen=True, slots=True)
+class StartPrediction:
+    """When a pending job is predicted to start (POSIX or trace seconds, as the snapshot's
+    time): p10 / p50 / p90 over the sampled futures; None when it never started in any."""
+
+    job_id: str
+    gpus: int
+    partition: str
+    p10_s: float | None
+    p50_s: float | None
+    p90_s: float | None
+    samples: int = 0
+    started_in: int = 0  # samples in which it started within the horizon
+    waits: tuple[float, ...] = field(default=(), repr=False)
+
 
 __all__ = [
+    "StartPrediction",
     "ArrivalModel",
     "DurationModel",
     "Snapshot",
@@ -341,7 +355,7 @@ def predict_from_snapshot(
     gpus_per_node: int = 8,
 ) -> list[StartPrediction]:
     """The SDK's `predict_starts` (sdk/sim.py documents it)."""
-    from schedmate.sdk.sim import StartPrediction as Pred
+    Pred = StartPrediction
     from schedmate.sim.policies import make_policy
     from schedmate.sim.semantics import parse_semantics
 
@@ -451,10 +465,9 @@ def _ordering_estimator(
 ) -> Estimator:
     """What the policy orders by inside a sampled future: a pending job's own estimate
     when the snapshot has one, else the estimator the policy uses in the simulator
-    (sdk.sim.default_estimator; a history one is trained on the finished jobs the cluster
+    (estimators.default_estimator; a history one is trained on the finished jobs the cluster
     knows). The drawn durations are the truth of that future."""
-    from schedmate.sdk.sim import default_estimator
-    from schedmate.sim.estimators import HistoryEstimator, make_estimator
+    from schedmate.sim.estimators import HistoryEstimator, default_estimator, make_estimator
 
     name = default_estimator(policy, semantics)
     base: Estimator
