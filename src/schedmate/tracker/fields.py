@@ -89,6 +89,7 @@ def key_words(key: str) -> list[str]:
     return [w for w in _WORD_SPLIT.split(key.lower()) if w]
 
 
+@lru_cache(maxsize=8192)
 def is_eval_key(key: str) -> bool:
     """`val_loss`, `eval/loss`, `test loss`, `验证 损失` are not training metrics."""
     words = lexicon().eval_words
@@ -112,6 +113,7 @@ def _loss_role(words: list[str]) -> tuple[str, int] | None:
     return "loss_component", 9
 
 
+@lru_cache(maxsize=8192)
 def field_for_key(key: str) -> tuple[str, int] | None:
     """Map a normalised key to (role, rank), or None when it is not a tracked metric.
 

@@ -67,6 +67,8 @@ _RATE = re.compile(
     + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter|epoch)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
 )
+# the unit part alone: a cheap test before the (slow, number-first) rate pattern
+_RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
 _EPOCH_BRACKET = re.compile(r"\bepoch\s*\[(?P<e>\d+)(?:/(?P<te>\d+))?\]\s*\[(?P<n>\d+)/(?P<d>\d+)\]", re.I)
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
@@ -431,7 +433,7 @@ def parse_line(text: str) -> Candidates:
         c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
     spans = []
-    for r in _RATE.finditer(body):
+    for r in _RATE.finditer(body) if _RATE_UNIT.search(body) else ():
         val = _to_float(r["v"])
         if val is not None:
             _apply_rate(c, val, r["u"], 1)

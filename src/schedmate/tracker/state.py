@@ -15,6 +15,7 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from datetime import datetime
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
@@ -150,6 +151,7 @@ class Sections:
     def __init__(self) -> None:
         self.in_eval = False
         self.last_pos: dict[str, float | None] = {}  # training stream -> its latest step (or epoch)
+        self.fresh_seen: dict[str, int] = {}  # new line formats seen in the current section
 
     def announce(self, line_no: int, text: str) -> ProgressSample | None:
         """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
@@ -167,6 +169,7 @@ class Sections:
             w in low for w in lex.eval_headings if not w.isascii()
         ):
             self.in_eval = True
+            self.fresh_seen.clear()
             return ProgressSample(line_no=line_no, text=text, is_eval=True)
         if any(w in lex.train_words for w in words[:3]) or any(
             w in low for w in lex.train_words if not w.isascii()
@@ -186,7 +189,12 @@ class Sections:
             if fresh:  # a new line format: training when it states training metrics or moves on
                 last = max((v for v in self.last_pos.values() if v is not None), default=None)
             moved = not fresh and pos is not None and last is not None and pos > last
-            if not (moved or (fresh and s.step_time_s is not None)):
+            if fresh:
+                self.fresh_seen[key] = self.fresh_seen.get(key, 0) + 1
+            # a new format is training with a step time, or a loss printed again and again
+            # (an evaluation report prints its loss once per block)
+            repeated = self.fresh_seen.get(key, 0) >= 2 and s.loss is not None
+            if not (moved or (fresh and (s.step_time_s is not None or repeated))):
                 return replace(s, is_eval=True)
             self.in_eval = False
         if pos is not None or key not in self.last_pos:
@@ -447,7 +455,12 @@ _SPACES = re.compile(r"\s+")
 def _stream(s: ProgressSample) -> str:
     """Which kind of progress line a sample came from (its template's head; NaN is a number
     and column padding does not matter)."""
-    return _SPACES.sub(" ", _NAN_INF.sub("<*>", mask_line(s.text)))[:48]
+    return _stream_of(s.text)
+
+
+@lru_cache(maxsize=4096)
+def _stream_of(text: str) -> str:
+    return _SPACES.sub(" ", _NAN_INF.sub("<*>", mask_line(text)))[:48]
 
 
 def _choose_anchor(
