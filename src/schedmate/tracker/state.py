@@ -15,8 +15,8 @@ import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
