@@ -159,5 +159,13 @@ def test_evaluation_bars_of_the_same_shape_after_the_run_report() -> None:
 
 
 def test_training_after_an_evaluation_heading_at_start_up() -> None:
-    r = run(["Evaluating the initial checkpoint", "  acc 0.1", "step 1 loss 2.0", "step 2 loss 1.9", "step 3 loss 1.8"])
+    r = run(
+        [
+            "Evaluating the initial checkpoint",
+            "  acc 0.1",
+            "step 1 loss 2.0",
+            "step 2 loss 1.9",
+            "step 3 loss 1.8",
+        ]
+    )
     assert (r.step, r.loss) == (3, pytest.approx(1.8))

@@ -28,7 +28,9 @@ def build_tracker(settings: Settings, *, use_cache: bool = True) -> MetricTracke
         with contextlib.suppress(OSError, ValueError, AttributeError):
             classifier.load_state(json.loads(_templates_file(settings).read_text("utf-8")))
     llm = llm_of(settings) if settings.tracker.use_llm else None
-    mapper = FieldMapper(llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None)
+    mapper = FieldMapper(
+        llm, cache_file=Path(settings.cache_dir) / "field-mappings.json" if use_cache else None
+    )
     return MetricTracker(settings.tracker, classifier=classifier, mapper=mapper)
 
 
