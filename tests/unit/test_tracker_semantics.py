@@ -168,3 +168,12 @@ def test_a_policy_objective_is_a_component() -> None:
 
 def test_a_source_location_is_not_a_counter() -> None:
     assert "step" not in vals("12:00:01 | DEBUG | sim.world:step:212 - action {'a': 1.0}")
+
+
+def test_a_rate_unit_is_not_a_namespaced_key() -> None:
+    c = parse_line("REPORT - | mean train frames/s  7456")
+    assert "step" not in c.values and c.throughput is not None
+
+
+def test_a_time_step_in_hours_is_not_a_step_time() -> None:
+    assert "step_time" not in vals("sample=12, valid_from=2001-01-01T00:00:00, dt=3.0h")

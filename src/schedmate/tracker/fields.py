@@ -129,7 +129,7 @@ def field_for_key(key: str) -> tuple[str, int] | None:
         if rank is not None:
             return name, rank
     # namespaced keys: `train/loss`, `metrics/train_loss` -> try the leaf
-    if "/" in key and not key.endswith("/"):
+    if "/" in key and len(key.rsplit("/", 1)[1]) > 1:  # not a unit's `/s`
         leaf = key.rsplit("/", 1)[1]
         for name, table in tables:
             rank = table.get(leaf)

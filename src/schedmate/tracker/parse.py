@@ -174,7 +174,7 @@ def _seconds(value: float, unit: str) -> float:
 def _put_time(c: Candidates, key: str, rank: int, value: float, unit: str) -> None:
     if "(ms)" in key or key.startswith("ms/") or key.endswith("_ms"):
         unit = "ms"
-    if value > 0 and math.isfinite(value):
+    if value > 0 and math.isfinite(value) and unit.lower() != "h":  # hours: a simulated time step
         c.put("step_time", rank, _seconds(value, unit))
 
 
