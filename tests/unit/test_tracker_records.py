@@ -169,3 +169,9 @@ def test_training_after_an_evaluation_heading_at_start_up() -> None:
         ]
     )
     assert (r.step, r.loss) == (3, pytest.approx(1.8))
+
+
+def test_the_start_of_epoch_zero_is_not_progress() -> None:
+    assert not run(["INFO:lib.loop:loading data", "INFO:lib.loop:Starting epoch 0"]).has_progress
+    assert run(["Epoch 0 | loss 2.0"]).step == 0
+    assert run(["Starting epoch 0", "Starting epoch 1"]).step == 1

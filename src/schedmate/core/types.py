@@ -72,6 +72,11 @@ class ProgressSample:
     is_eval: bool = False
     summary: bool = False  # an end-of-epoch / end-of-run report (final, best, done...)
 
+    def has_metrics_besides_counters(self) -> bool:
+        return self.loss_is_nan or any(
+            v is not None for v in (self.loss, self.step_time_s, self.throughput, self.lr, self.remaining_s)
+        )
+
     def has_metrics(self) -> bool:
         return (
             any(v is not None for v in (self.step, self.loss, self.step_time_s, self.throughput, self.epoch))

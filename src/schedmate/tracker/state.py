@@ -228,7 +228,7 @@ def summarize(
     earlier record (another step, or before an evaluation block) are not carried over.
     """
     samples = _after_run_end(samples)
-    train = [(s, bar) for s, bar in samples if not s.is_eval]
+    train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _drop_trailing_summaries(train)
     if not train:
         return TrackResult(file=file, events=tuple(events))
@@ -330,6 +330,11 @@ def _run_position(
     zero_based = any(s.epoch == 0 for s, _ in train)
     epochs_done = src.epoch if zero_based else src.epoch - 1
     return epochs_done * total + step, float(src.total_epochs * total)
+
+
+def _not_started(s: ProgressSample) -> bool:
+    """`Beginning epoch 0` and nothing else: a start marker, no work done yet."""
+    return s.epoch == 0 and s.step == 0 and not s.has_metrics_besides_counters()
 
 
 def _take(values: dict[str, object], s: ProgressSample) -> None:
