@@ -143,7 +143,10 @@ def scontrol_job(conf: str, job_id: str) -> dict[str, str]:
     return parse_scontrol_record(run(["scontrol", "show", "job", "-o", job_id], conf).strip())
 
 
-def settings(conf: str, cache: Path, part: str, **watch: Any) -> Settings:
+def settings(
+    conf: str, cache: Path, part: str, failure: dict[str, Any] | None = None, **watch: Any
+) -> Settings:
+    """Watch acting on `part` only; recovery policy in [failure] (retry budget 2 unless given)."""
     return load_settings(
         overrides={
             "embedder": {"backend": "none"},
@@ -151,6 +154,7 @@ def settings(conf: str, cache: Path, part: str, **watch: Any) -> Settings:
             "cache_dir": str(cache),
             "slurm": {"conf": conf, "timeout_s": 10},
             "watch": {"execute": True, "partitions": [part], "interval_s": 1, **watch},
+            "failure": {"retry_budget": 2, **(failure or {})},
         },
         environ={},
     )
@@ -414,7 +418,7 @@ def test_e_pending_job_gets_limit_and_comment_from_history(
 def test_f_requeues_stop_at_budget(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
     part = partition(conf)
     job_id = sbatch(conf, tmp_path / "job", part, NCCL)
-    s = settings(conf, tmp_path / "cache", part, requeue_budget=2)
+    s = settings(conf, tmp_path / "cache", part, failure={"retry_budget": 2})
     for attempt in range(3):
         wait_for(
             lambda a=attempt: (
@@ -454,7 +458,7 @@ def test_g_timeout_requeued_with_larger_limit(
 ) -> None:
     job_id, part, _ = timeout_job
     wait_state(slurm, job_id, JobState.TIMEOUT, timeout=150)
-    s = settings(conf, tmp_path / "cache", part, max_time_limit_s=150)
+    s = settings(conf, tmp_path / "cache", part, failure={"max_time_limit_s": 150})
     rep, _, _ = cycle(s)
     acts = mine(rep, job_id)
     assert [(a["kind"], a["time_limit_s"]) for a in acts] == [
@@ -465,7 +469,7 @@ def test_g_timeout_requeued_with_larger_limit(
     assert "resume from ckpt/step-" in info["Comment"]
     run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], conf)
     # the second kill: 2 x 120 s is over the 150 s cap -> 150 s; a third would gain nothing
-    s2 = settings(conf, tmp_path / "cache", part, max_time_limit_s=150, timeout_factor=1.1)
+    s2 = settings(conf, tmp_path / "cache", part, failure={"max_time_limit_s": 150, "time_limit_factor": 1.1})
     rep2, _, _ = cycle(s2)
     assert mine(rep2, job_id) == []  # still pending/running: nothing to do yet
 

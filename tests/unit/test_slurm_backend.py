@@ -125,7 +125,7 @@ def test_job_script_is_bounded(bin_dir: Path) -> None:
 
 
 def test_sacct_falls_back_to_jobcomp(bin_dir: Path) -> None:
-    row = "11|t|u|gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T06:39:08|60|5|1|n1||/w"
+    row = "11|t|u|gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T06:39:08|60|5|1|n1||4G|/w"
     fake(
         bin_dir,
         "sacct",

@@ -14,7 +14,9 @@ from schedmate.integrations.slurm.parse import (
     expand_output_path,
     format_limit,
     job_from_scontrol,
+    job_from_squeue,
     jobs_from_squeue_json,
+    mem_request,
     nodes_from_sinfo_json,
     parse_duration,
     parse_sacct,
@@ -215,9 +217,9 @@ def test_scontrol_garbage() -> None:
 
 def test_sacct_rows() -> None:
     rows = [
-        "11|train|dave(1002)|gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T07:38:08|3600|120|1|n1|cpu=4,gres/gpu=2,node=1|/home/dave",
-        "11.batch|batch||gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T07:38:08|3600||1|n1||",
-        "12|bad|erin|gpu|FAILED|1:0|2026-11-24T06:38:07|Unknown|Unknown||UNLIMITED|1|None assigned||/w|with|pipes",
+        "11|train|dave(1002)|gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T07:38:08|3600|120|1|n1|cpu=4,gres/gpu=2,node=1|64Gn|/home/dave",
+        "11.batch|batch||gpu|COMPLETED|0:0|2026-11-24T06:38:07|2026-11-24T06:38:08|2026-11-24T07:38:08|3600||1|n1|||",
+        "12|bad|erin|gpu|FAILED|1:0|2026-11-24T06:38:07|Unknown|Unknown||UNLIMITED|1|None assigned||4000Mc|/w|with|pipes",
         "",
     ]
     out = list(parse_sacct(rows))
@@ -226,8 +228,37 @@ def test_sacct_rows() -> None:
     assert a.elapsed_s == 3600 and a.job.user == "dave" and a.job.gpus == 2 and a.job.time_limit_s == 7200
     assert b.job.state is JobState.FAILED and b.job.start_time is None and b.job.work_dir == "/w|with|pipes"
     assert b.job.nodes == ()  # 'None assigned' is not a hostlist
+    assert a.job.mem == "64G" and b.job.mem is None  # per node; a per-CPU request is not one
+
+
+@pytest.mark.parametrize(
+    "text,mem",
+    [
+        ("300M", "300M"),
+        ("64G", "64G"),
+        ("64Gn", "64G"),
+        ("4000Mc", None),
+        ("0", None),
+        ("", None),
+        ("1024", "1024M"),
+    ],
+)
+def test_mem_request(text: str, mem: str | None) -> None:
+    assert mem_request(text) == mem
 
 
 def test_sacct_short_row_is_an_error() -> None:
     with pytest.raises(InputError, match="sacct line 1"):
         list(parse_sacct(["1|2|3"], SACCT_FIELDS))
+
+
+def test_memory_request_from_squeue_and_scontrol() -> None:
+    assert job_from_squeue({"job_id": 5, "memory_per_node": 300}).mem == "300M"
+    assert job_from_squeue({"job_id": 5, "memory_per_node": {"set": True, "number": 2048}}).mem == "2048M"
+    assert job_from_squeue({"job_id": 5, "memory_per_node": None}).mem is None
+    rec = parse_scontrol_record(
+        "JobId=7 JobName=x UserId=ann(1000) JobState=OUT_OF_MEMORY MinMemoryNode=300M"
+    )
+    assert job_from_scontrol(rec).mem == "300M"
+    rec = parse_scontrol_record("JobId=7 JobName=x UserId=ann(1000) JobState=FAILED MinMemoryCPU=4000M")
+    assert job_from_scontrol(rec).mem is None

@@ -1,5 +1,7 @@
 """Watcher logic on the in-memory cluster with scripted capabilities: guard rails, the action
-ledger, dry run, budgets, untrusted logs. The real Slurm runs in tests/integration/test_slurm_watch.py."""
+ledger, dry run, budgets, untrusted logs. Recovery runs through the SDK's real path (the Failure
+Handler's planner and audit log) with a scripted locator/classifier. The real Slurm runs in
+tests/integration/test_slurm_watch.py."""
 
 from __future__ import annotations
 
@@ -24,43 +26,84 @@ from schedmate.core.cluster import (
     NodeView,
 )
 from schedmate.core.errors import BackendError
-from schedmate.core.settings import WatchSettings
+from schedmate.core.settings import Settings, WatchSettings, load_settings
 from schedmate.core.types import TrackResult
-from schedmate.integrations.watch import ActionStatus, Diagnosis, Prediction, Watcher, WatchStore
+from schedmate.failure import AuditLog, FailureHandler, Located, RecoveryPlanner, Verdict
+from schedmate.integrations.watch import Prediction, Watcher, WatchStore
 from schedmate.integrations.watch.follow import JobLog
-from schedmate.integrations.watch.policy import (
-    drain_allowed,
-    fmt_duration,
-    limit_after_timeout,
-    limit_from_prediction,
-    trusted_node,
-)
+from schedmate.integrations.watch.policy import drain_allowed, fmt_duration, limit_from_prediction
+from schedmate.sdk.watch import SdkCapabilities
 from schedmate.tracker import MetricTracker
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 
 
-class Caps:
-    """Scripted capabilities: a fixed prediction and diagnosis; the real (rules-only) tracker."""
+class ScriptedLocator:
+    """The log's last line is the root cause (when `failed`); the lines before it are read."""
 
-    def __init__(self, pred: Prediction | None = None, diag: Diagnosis | None = None) -> None:
+    def __init__(self, failed: bool) -> None:
+        self.failed = failed
+
+    def locate(self, path: str | Path) -> Located:
+        lines = Path(path).read_text().splitlines()
+        if not self.failed or not lines:
+            return Located(None, None, None, (), 1, False)
+        return Located(len(lines), lines[-1], None, (lines[-1],), 1, True, 0, tuple(lines[:-1]))
+
+
+class ScriptedClassifier:
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+    def classify(self, text: str, after: Sequence[str], signature: Any, **kw: Any) -> Verdict:
+        return self.verdict
+
+
+NO_FAILURE = Verdict("unknown", None, 0.0, "none")
+
+
+class Caps(SdkCapabilities):
+    """Scripted advice and diagnosis; the real (rules-only) tracker; recovery through the
+    SDK's real path: the Failure Handler's planner, its audit log and watch's guard rails."""
+
+    def __init__(
+        self, pred: Prediction | None = None, verdict: Verdict | None = None, **failure: Any
+    ) -> None:
         self.pred = pred or Prediction(None, None)
-        self.diag = diag or Diagnosis(False)
-        self.tracker = MetricTracker()
+        self.verdict = verdict
+        self.failure = failure
+        self.tracker_ = MetricTracker()
         self.advised: list[str] = []
         self.diagnosed: list[str] = []
         self.remembered: list[str] = []
+
+    def bind(self, backend: InMemoryClusterBackend, tmp_path: Path) -> Caps:
+        """Settings with the audit log in tmp_path; a handler over `backend`."""
+        s: Settings = load_settings(
+            overrides={"cache_dir": str(tmp_path), "embedder": {"backend": "none"}, "failure": self.failure},
+            environ={},
+        )
+        super().__init__(s, backend)
+        v = self.verdict or NO_FAILURE
+        planner = RecoveryPlanner(backend, AuditLog(tmp_path / "audit.jsonl"), s.failure)
+        self._handler = FailureHandler(
+            ScriptedLocator(self.verdict is not None),
+            ScriptedClassifier(v),  # type: ignore[arg-type]
+            planner,
+            s.failure,
+        )  # type: ignore[arg-type]
+        return self
 
     def advise(self, job: JobView, script: str | None) -> Prediction:
         self.advised.append(job.job_id)
         return self.pred
 
-    def diagnose(self, job: JobView, path: str) -> Diagnosis:
+    def recover(self, job: JobView, log: str | None, guard: Any, dry_run: bool) -> Any:
         self.diagnosed.append(job.job_id)
-        return self.diag
+        return super().recover(job, log, guard, dry_run)
 
     def track(self, lines: Sequence[str], file: str) -> TrackResult:
-        return self.tracker.track_lines(lines, file=file)
+        return self.tracker_.track_lines(lines, file=file)
 
     def remember(self, jobs: Sequence[tuple[JobView, str | None]]) -> None:
         self.remembered.extend(j.job_id for j, _ in jobs)
@@ -78,14 +121,20 @@ def watcher(
 ) -> tuple[Watcher, io.StringIO]:
     log = io.StringIO()
     s = WatchSettings(**{"execute": True, **settings})
+    caps.bind(backend, tmp_path)
     return Watcher(backend, caps, WatchStore(tmp_path / "watch.db"), s, log=log), log
 
 
 def failed_job(
-    tmp_path: Path, job_id: str = "10", user: str = ME, nodes: tuple[str, ...] = ("n1",), **kw: Any
+    tmp_path: Path,
+    job_id: str = "10",
+    user: str = ME,
+    nodes: tuple[str, ...] = ("n1",),
+    text: str = "iter 1/10: loss 1.0, time 100.00ms\nboom\n",
+    **kw: Any,
 ) -> JobView:
     log = tmp_path / f"{job_id}.out"
-    log.write_text("iter 1/10: loss 1.0, time 100.00ms\nboom\n")
+    log.write_text(text)
     if user != ME:  # the job's output belongs to its user (watch reads nothing else)
         if os.getuid() != 0:
             pytest.skip("needs root to give a log to another user")
@@ -96,7 +145,7 @@ def failed_job(
     )  # fmt: skip
 
 
-NCCL = Diagnosis(True, "infrastructure", "nccl_error", 0.9, "NCCL WARN NET/IB ...", node_named=None)
+NCCL = Verdict("infrastructure", "nccl_error", 0.9, "signature")
 
 
 def events(log: io.StringIO) -> list[dict[str, Any]]:
@@ -116,10 +165,12 @@ def test_limit_from_prediction_bounds() -> None:
     assert limit_from_prediction(3600, None, capped) is None  # never below p90 + margin to meet a cap
 
 
-def test_limit_after_timeout_and_format() -> None:
-    s = WatchSettings(timeout_factor=2.0, max_time_limit_s=5000)
-    assert limit_after_timeout(3600, s) == 5000 and limit_after_timeout(5000, s) is None
-    assert limit_after_timeout(None, s) is None
+def test_old_watch_recovery_keys_name_their_new_place() -> None:
+    with pytest.raises(ValueError, match=r"watch.requeue_budget moved to failure.retry_budget"):
+        WatchSettings(requeue_budget=2)
+
+
+def test_fmt_duration() -> None:
     assert [fmt_duration(x) for x in (40, 2700, 3725, 2 * 86400, None)] == [
         "40s",
         "45m",
@@ -127,14 +178,6 @@ def test_limit_after_timeout_and_format() -> None:
         "2d00h",
         "?",
     ]
-
-
-def test_trusted_node_only_from_the_scheduler() -> None:
-    job = JobView("1", nodes=("n1", "n2"))
-    assert trusted_node(job, "n2") == "n2"
-    assert trusted_node(job, "n9") is None  # a name the job never ran on
-    assert trusted_node(job, None) is None  # two nodes, none named: no guess
-    assert trusted_node(JobView("1", nodes=("n1",)), "n9") == "n1"
 
 
 def test_drain_guard_rails() -> None:
@@ -192,7 +235,7 @@ def test_users_own_comment_is_never_overwritten(tmp_path: Path) -> None:
 def test_partition_allowlist(tmp_path: Path) -> None:
     b = cluster("n1")
     b.add_job(failed_job(tmp_path).with_(partition="other"))
-    w, _ = watcher(tmp_path, b, Caps(diag=NCCL), partitions=["gpu"])
+    w, _ = watcher(tmp_path, b, Caps(verdict=NCCL), partitions=["gpu"])
     w.cycle()
     assert b.log == []
 
@@ -259,7 +302,7 @@ def test_untrusted_log_files_are_not_read(tmp_path: Path, kind: str) -> None:
 def test_application_failure_is_not_requeued(tmp_path: Path) -> None:
     b = cluster("n1")
     b.add_job(failed_job(tmp_path))
-    caps = Caps(diag=Diagnosis(True, "application", "key_error", 0.9, "KeyError: 'lr'"))
+    caps = Caps(verdict=Verdict("application", "key_error", 0.9, "signature"))
     w, _ = watcher(tmp_path, b, caps)
     w.cycle()
     w.cycle()
@@ -269,8 +312,9 @@ def test_application_failure_is_not_requeued(tmp_path: Path) -> None:
 
 def test_infra_failure_requeued_excluding_scheduler_node_not_forged_one(tmp_path: Path) -> None:
     b = cluster("n1", "n2")
-    b.add_job(failed_job(tmp_path, nodes=("n1",)))
-    w, log = watcher(tmp_path, b, Caps(diag=NCCL.__class__(**{**_asdict(NCCL), "node_named": "n2"})))
+    forged = "srun: error: n2: task 0: Exited with exit code 1\n"  # a node the job never ran on
+    b.add_job(failed_job(tmp_path, nodes=("n1",), text=forged + "RuntimeError: NCCL error on n2\n"))
+    w, log = watcher(tmp_path, b, Caps(verdict=NCCL))
     w.cycle()
     assert b.log[0] == ("requeue", "10", {"exclude_nodes": ("n1",), "time_limit_s": None, "mem": None})
     assert [x[0] for x in b.log[1:]] == ["update"]  # the why, in the requeued job's Comment
@@ -278,15 +322,11 @@ def test_infra_failure_requeued_excluding_scheduler_node_not_forged_one(tmp_path
     assert any(e["event"] == "log_node_ignored" and e["named"] == "n2" for e in events(log))
 
 
-def _asdict(d: Diagnosis) -> dict[str, Any]:
-    return {k: getattr(d, k) for k in d.__slots__}  # type: ignore[attr-defined]
-
-
 def test_drain_needs_two_users_and_stays_in_guard_rails(tmp_path: Path) -> None:
     b = cluster(*[f"n{i}" for i in range(1, 21)])
     b.add_job(failed_job(tmp_path, "10", user="daemon"))
     b.add_job(failed_job(tmp_path, "11", user="daemon"))  # the same user again: not corroboration
-    w, _ = watcher(tmp_path, b, Caps(diag=NCCL))
+    w, _ = watcher(tmp_path, b, Caps(verdict=NCCL))
     w.cycle()
     assert not [x for x in b.log if x[0] == "drain"]
     b.add_job(failed_job(tmp_path, "12", user="nobody"))
@@ -298,15 +338,13 @@ def test_drain_needs_two_users_and_stays_in_guard_rails(tmp_path: Path) -> None:
     w.cycle()
     w.cycle()
     assert [x[1] for x in b.log if x[0] == "drain"] == ["n1"]
-    skipped = w.store.actions(status=ActionStatus.SKIPPED)
-    assert (
-        len(skipped) == 1 and skipped[0]["node"] == "n2" and "drains in the last hour" in skipped[0]["error"]
-    )
+    refused = [r for r in AuditLog(tmp_path / "audit.jsonl").records if r.get("type") == "refused"]
+    assert len(refused) == 1 and refused[0]["node"] == "n2" and "drains in the last hour" in refused[0]["why"]
 
 
 def test_requeue_budget(tmp_path: Path) -> None:
     b = cluster("n1")
-    w, _ = watcher(tmp_path, b, Caps(diag=NCCL), requeue_budget=2)
+    w, _ = watcher(tmp_path, b, Caps(verdict=NCCL, retry_budget=2))
     for restarts in range(4):
         b.add_job(failed_job(tmp_path, restarts=restarts, end_time=300.0 + restarts))
         w.cycle()
@@ -319,14 +357,14 @@ def test_timeout_requeue_with_larger_limit_within_cap(tmp_path: Path) -> None:
     j = JobView("20", user=ME, state=JobState.TIMEOUT, partition="gpu", nodes=("n1",), time_limit_s=3600.0,
                 stdout_path=str(tmp_path / "none.out"), end_time=5.0)  # fmt: skip
     b.add_job(j)
-    w, _ = watcher(tmp_path, b, Caps(), max_time_limit_s=5400)
+    w, _ = watcher(tmp_path, b, Caps(max_time_limit_s=5400))
     w.cycle()
     assert b.log[0] == ("requeue", "20", {"exclude_nodes": (), "time_limit_s": 5400.0, "mem": None})
     assert b.log[1][:2] == ("update", "20") and "new limit 1h30m" in str(b.log[1][2]["comment"])
     b.add_job(j.with_(time_limit_s=5400.0, restarts=1, end_time=9.0))
     w.cycle()
     assert len(b.log) == 2  # killed again at the cap: nothing more to give
-    assert "limit already at the cap" in w.store.events("20")[-1]["message"]
+    assert "time limit reached at the cap (5400 s)" in w.store.events("20")[-1]["message"]
 
 
 class CrashAfterApply(InMemoryClusterBackend):
@@ -342,12 +380,12 @@ def test_crash_between_start_and_done_never_repeats(tmp_path: Path) -> None:
     b.nodes["n1"] = NodeView("n1", NodeState.IDLE, partitions=("gpu",))
     job = failed_job(tmp_path)
     b.add_job(job)
-    w, _ = watcher(tmp_path, b, Caps(diag=NCCL))
+    w, _ = watcher(tmp_path, b, Caps(verdict=NCCL))
     with pytest.raises(SystemExit):
         w.cycle()
     w.store.close()
     b.jobs["10"] = job  # the scheduler still shows the failure (the requeue not yet visible)
-    w2, log2 = watcher(tmp_path, b, Caps(diag=NCCL))
+    w2, log2 = watcher(tmp_path, b, Caps(verdict=NCCL))
     w2.cycle()
     assert [x[0] for x in b.log if x[0] == "requeue"] == ["requeue"]
     assert any(e["event"] == "action_unfinished" for e in events(log2))
@@ -356,7 +394,7 @@ def test_crash_between_start_and_done_never_repeats(tmp_path: Path) -> None:
 def test_store_down_is_survived_with_backoff(tmp_path: Path) -> None:
     b = cluster("n1")
     b.add_job(failed_job(tmp_path))
-    w, log = watcher(tmp_path, b, Caps(diag=NCCL), interval_s=5, max_backoff_s=30)
+    w, log = watcher(tmp_path, b, Caps(verdict=NCCL), interval_s=5, max_backoff_s=30)
     w.store._db.close()  # the store goes away under watch
     assert w.run(once=True) == 1
     err = [e for e in events(log) if e["event"] == "cycle_failed"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from schedmate.cli import app
 from schedmate.core.cluster import Action, ActionKind
 from schedmate.core.types import SCHEMA_VERSION
-from schedmate.integrations.watch import ActionStatus, WatchStore
+from schedmate.integrations.watch import LedgerStatus, WatchStore
 
 runner = CliRunner()
 
@@ -50,7 +50,7 @@ def test_job_report_json_from_the_store_when_slurm_is_down(tmp_path: Path) -> No
     store.put_job("42", user="u", partition="gpu", state="FAILED", p50_s=60.0, p90_s=90.0, progress=0.5)
     store.add_event("42", "diagnosis", "application failure (key_error); not requeued")
     a = Action(ActionKind.UPDATE, job_id="42", time_limit_s=600, reason="p90 + margin")
-    store.record_action(a, ActionStatus.DONE)
+    store.record_action(a, LedgerStatus.DONE)
     store.close()
     r = runner.invoke(app, ["job", "42", "--json"], env=env(tmp_path))
     assert r.exit_code == 0, r.output

@@ -7,6 +7,11 @@
   `lock_timeout_s`); any failure to write is an `InputError` naming the file, never a
   traceback, and callers decide whether the run goes on.
 - Only the last `max_read_bytes` are read: budgets and corroboration look at a window.
+- It is the ONE ledger of recovery actions, shared by `watch` and `diagnose --execute`: an
+  action is claimed (`claim`: its `started` record appended under the lock after re-reading
+  the file) before the scheduler is touched, so two processes, or a restarted one, never
+  execute the same action id twice. A long-running reader calls `refresh()` to see the
+  other writers' records.
 """
 
 from __future__ import annotations
@@ -59,13 +64,33 @@ class AuditLog:
         self.path = path
         self.clock = clock
         self.lock_timeout_s = lock_timeout_s
+        self.max_read_bytes = max_read_bytes
         self.records: list[dict[str, Any]] = []
         self.read_error: str | None = None
-        if path is not None:
-            try:
-                self.records = list(self._read(path, max_read_bytes))
-            except InputError as exc:
-                self.read_error = str(exc)
+        self._seen: tuple[int, int, int] | None = None
+        self.refresh()
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        assert self.path is not None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def refresh(self) -> None:
+        """Re-read the file when another process (or this one) changed it since the last read."""
+        if self.path is None:
+            return
+        stamp = self._stamp()
+        if stamp is not None and stamp == self._seen:
+            return
+        try:
+            self.records = list(self._read(self.path, self.max_read_bytes))
+            self.read_error = None
+        except InputError as exc:
+            self.read_error = str(exc)
+        self._seen = stamp
 
     @staticmethod
     def _read(path: Path, max_bytes: int) -> Iterator[dict[str, Any]]:
@@ -95,12 +120,35 @@ class AuditLog:
         """Record one entry (time added); raises `InputError` when it cannot be written."""
         rec = {"time": iso_utc(self.clock()), **record}
         line = json.dumps(rec, default=str, allow_nan=False) + "\n"
-        self.records.append(rec)
-        if self.path is not None:
-            self._write(line.encode("utf-8"))
+        try:
+            if self.path is not None:
+                self._write(line.encode("utf-8"))
+        finally:
+            self.records.append(rec)  # kept in memory even when unwritable (this run's view)
         return rec
 
-    def _write(self, data: bytes) -> None:
+    def claim(self, record: dict[str, Any]) -> bool:
+        """Append an execution's `started` record unless its action id was already started
+        (and not failed) or done by anyone: checked and written under one lock, after
+        re-reading the file. False: someone else has it; do not execute."""
+        aid = str(record["action_id"])
+        rec = {"time": iso_utc(self.clock()), **record, "type": "execution", "phase": "started"}
+        line = (json.dumps(rec, default=str, allow_nan=False) + "\n").encode("utf-8")
+        if self.path is None:
+            if self._taken(aid):
+                return False
+            self.records.append(rec)
+            return True
+        claimed = self._write(line, check=lambda: not self._taken(aid))
+        if claimed:
+            self.records.append(rec)
+        return claimed
+
+    def _taken(self, action_id: str) -> bool:
+        phases = self.executions(action_id)
+        return "done" in phases or ("started" in phases and "failed" not in phases)
+
+    def _write(self, data: bytes, check: Callable[[], bool] | None = None) -> bool:
         assert self.path is not None
         p = self.path
         try:
@@ -112,15 +160,27 @@ class AuditLog:
             raise InputError(f"{p}: cannot write the audit log ({exc.strerror or exc})") from None
         try:
             self._lock(fd)
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            if (st.st_ino, st.st_size, st.st_mtime_ns) != self._seen:
+                self._seen = None
+                self.refresh()  # under the lock: what every other writer has recorded
+            if check is not None:
+                if self.read_error is not None:
+                    raise InputError(f"{self.read_error}; not executed")
+                if not check():
+                    return False
+            size = st.st_size
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # repair a torn tail before appending
             os.write(fd, data)
             os.fsync(fd)
+            st = os.fstat(fd)
+            self._seen = (st.st_ino, st.st_size, st.st_mtime_ns)
         except OSError as exc:
             raise InputError(f"{p}: cannot write the audit log ({exc.strerror or exc})") from None
         finally:
             os.close(fd)
+        return True
 
     def _lock(self, fd: int) -> None:
         deadline = time.monotonic() + self.lock_timeout_s
@@ -156,6 +216,45 @@ class AuditLog:
                 and r.get("action") != "drain_node"
             }
         )
+
+    def executed_since(self, action: str, since: float) -> int:
+        """Actions of one kind (`drain_node`...) started since `since`, by any process."""
+        return len(
+            {
+                r.get("action_id")
+                for r in self.records
+                if r.get("type") == "execution"
+                and r.get("phase") == "started"
+                and r.get("action") == action
+                and (parse_time(r.get("time")) or 0.0) >= since
+            }
+        )
+
+    def unfinished(self) -> list[dict[str, Any]]:
+        """Executions started and never confirmed (a crash between `started` and `done`)."""
+        phases: dict[str, set[str]] = {}
+        first: dict[str, dict[str, Any]] = {}
+        for r in self.records:
+            if r.get("type") != "execution" or not r.get("action_id"):
+                continue
+            aid = str(r["action_id"])
+            phases.setdefault(aid, set()).add(str(r.get("phase")))
+            first.setdefault(aid, r)
+        return [first[a] for a, ph in phases.items() if ph == {"started"}]
+
+    def job_executions(self, job_id: str) -> list[dict[str, Any]]:
+        """One entry per action id executed for a job: its first record and last phase."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self.records:
+            if r.get("type") != "execution" or r.get("job_id") != job_id or not r.get("action_id"):
+                continue
+            aid = str(r["action_id"])
+            entry = out.setdefault(aid, {**r, "started": r.get("time")})
+            entry["phase"] = r.get("phase")
+            entry["finished"] = r.get("time") if r.get("phase") in ("done", "failed") else None
+            if r.get("error"):
+                entry["error"] = r.get("error")
+        return list(out.values())
 
     def infra_events(self, since: float) -> list[dict[str, Any]]:
         """Decisions of infrastructure failures on scheduler-placed nodes since `since`."""

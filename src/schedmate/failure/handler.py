@@ -1,8 +1,10 @@
 """FailureHandler: locate the root cause, classify it, plan recovery (the facade).
 
-`diagnose(path, job)` reads one log; `handle(view, backend-side facts)` is the live agent's
-entry point: a `JobView` from the scheduler (its stdout path, nodes, user, limits) becomes
-the `JobContext` recovery trusts.
+`diagnose(path, job)` reads one log; `handle(view)` is the entry point of `watch` and of
+`diagnose --backend slurm`: a `JobView` from the scheduler (its stdout path, nodes, user,
+limits, memory) becomes the `JobContext` recovery trusts. When the log is unreadable or
+shows no failure, the scheduler's own verdict (TIMEOUT, OUT_OF_MEMORY, NODE_FAIL) is still
+diagnosed and recovered from.
 """
 
 from __future__ import annotations
@@ -10,18 +12,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from schedmate.core.cluster import JobView
+from schedmate.core.cluster import JobState, JobView
 from schedmate.core.diagnosis import FailureReport, RecoveryAction
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import FailureSettings
 from schedmate.failure.classify import FailureClassifier
 from schedmate.failure.locate import FailureLocator, Located
 from schedmate.failure.nodes import find_nodes
-from schedmate.failure.recovery import Finding, JobContext, RecoveryPlanner, find_checkpoint
+from schedmate.failure.recovery import Finding, Guard, JobContext, RecoveryPlanner, find_checkpoint
 
 __all__ = ["FailureHandler"]
 
 _NODE_CONTEXT_BEFORE = 20
+# the scheduler's verdicts that need no log: (category, kind, recovery hint, what it means)
+_SCHEDULER_VERDICTS = {
+    JobState.TIMEOUT: ("infrastructure", "time_limit", "resubmit_with_limit", "killed at its time limit"),
+    JobState.OUT_OF_MEMORY: (
+        "infrastructure",
+        "memory_limit",
+        "resubmit_with_limit",
+        "killed at its memory limit",
+    ),
+    JobState.NODE_FAIL: (
+        "infrastructure",
+        "node_fail",
+        "requeue_exclude_node",
+        "the scheduler reports NODE_FAIL",
+    ),
+}
 
 
 class FailureHandler:
@@ -37,7 +55,14 @@ class FailureHandler:
         self.planner = planner
         self.settings = settings or FailureSettings()
 
-    def diagnose(self, path: str | Path, job: JobContext | None = None) -> FailureReport:
+    def diagnose(
+        self,
+        path: str | Path,
+        job: JobContext | None = None,
+        *,
+        guard: Guard | None = None,
+        dry_run: bool | None = None,
+    ) -> FailureReport:
         """Diagnose one log; unreadable input becomes a report with `error` set."""
         job_id = job.job_id if job else None
         try:
@@ -46,25 +71,67 @@ class FailureHandler:
             return FailureReport(file=str(path), error=str(exc), job_id=job_id)
         except OSError as exc:
             return FailureReport(file=str(path), error=f"{path}: {exc.strerror or exc}", job_id=job_id)
-        return self._report(str(path), loc, job)
+        return self._report(str(path), loc, job, guard, dry_run)
 
     def handle(
-        self, view: JobView, *, log: str | Path | None = None, mem: str | None = None
+        self,
+        view: JobView,
+        *,
+        log: str | Path | None = None,
+        mem: str | None = None,
+        read_log: bool = True,
+        guard: Guard | None = None,
+        dry_run: bool | None = None,
     ) -> FailureReport:
-        """The live agent's entry point: diagnose a failed job the scheduler describes and
-        recover through the planner's backend. `log` defaults to the job's stdout file."""
-        path = log or view.stdout_path
-        job = JobContext.from_view(view, mem=mem)
-        if not path:
-            return FailureReport(file="", error=f"job {view.job_id}: no log path known", job_id=view.job_id)
-        return self.diagnose(path, job)
+        """Diagnose a failed job the scheduler describes and recover through the planner's
+        backend. `log` defaults to the job's stdout file; `read_log=False` (the caller found
+        the file untrustworthy) diagnoses from the scheduler's facts only."""
+        path = str(log or view.stdout_path or "") if read_log else ""
+        job = JobContext.from_view(view, mem=mem or view.mem)
+        rep = self.diagnose(path, job, guard=guard, dry_run=dry_run) if path else None
+        if rep is not None and rep.failed:
+            return rep
+        verdict = _SCHEDULER_VERDICTS.get(view.state)
+        if verdict is None:
+            if rep is not None:
+                return rep
+            why = "no log path known" if read_log else "its log is not readable as the job's user"
+            return FailureReport(file="", error=f"job {view.job_id}: {why}", job_id=view.job_id)
+        category, kind, hint, meaning = verdict
+        checkpoint = find_checkpoint([], job.job_dir)
+        actions: tuple[RecoveryAction, ...] = ()
+        warnings: tuple[str, ...] = rep.warnings if rep is not None else ()
+        if self.planner is not None:
+            finding = Finding(category, kind, 1.0, hint, checkpoint=checkpoint)
+            actions, more = self.planner.recover(job, finding, guard=guard, dry_run=dry_run)
+            warnings += more
+        return FailureReport(
+            file=path,
+            failed=True,
+            root_cause_line=f"scheduler: job {view.job_id} {view.state.value} ({meaning})",
+            category=category,
+            kind=kind,
+            confidence=1.0,
+            recovery=actions,
+            checkpoint=checkpoint,
+            method="scheduler",
+            job_id=view.job_id,
+            warnings=warnings,
+        )
 
     def diagnose_lines(
         self, lines: Sequence[str], job: JobContext | None = None, file: str = "<lines>"
     ) -> FailureReport:
         return self._report(file, self.locator.locate_lines(lines), job)
 
-    def _report(self, file: str, loc: Located, job: JobContext | None) -> FailureReport:
+    def _report(
+        self,
+        file: str,
+        loc: Located,
+        job: JobContext | None,
+        guard: Guard | None = None,
+        dry_run: bool | None = None,
+    ) -> FailureReport:
         job_id = job.job_id if job else None
         if not loc.failed or loc.text is None:
             return FailureReport(file=file, failed=False, job_id=job_id)
@@ -84,7 +151,9 @@ class FailureHandler:
                 checkpoint=checkpoint,
                 log_nodes=tuple(log_nodes),
             )
-            actions, warnings = self.planner.recover(job or JobContext(), finding)
+            actions, warnings = self.planner.recover(
+                job or JobContext(), finding, guard=guard, dry_run=dry_run
+            )
         return FailureReport(
             file=file,
             failed=True,

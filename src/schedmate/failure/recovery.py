@@ -19,9 +19,16 @@ Policy:
   unreadable history means no drain, never a blocked requeue.
 - The budget (`retry_budget`) is keyed by the scheduler's or the caller's job id and counts
   executed actions only; dry-run plans are recorded as such and are free.
-- Execution: every action has an id derived from job, attempt and action; it is recorded
-  `started` before and `done`/`failed` after the backend call; an id already started is
-  never executed again (a crash between the two leaves it `unconfirmed` for a human).
+- A time or memory limit the SCHEDULER reports (TIMEOUT, OUT_OF_MEMORY) is a resubmission
+  whatever the log says (the log adds the checkpoint).
+- Execution: every action has an id derived from job, attempt and action; it is claimed in
+  the audit log (`started`, under the file lock, after re-reading what other processes
+  wrote) before and recorded `done`/`failed` after the backend call; an id already started
+  is never executed again (a crash between the two leaves it `unconfirmed` for a human).
+  The audit log is the one ledger of recovery: `watch` and `diagnose --execute` share it.
+- Operator guard rails of the caller (`watch`: drains per hour, share of a partition
+  drained) come in as a `guard` between plan and execution: a refused action is recorded
+  (`refused`) and not executed; the other actions of the plan go on.
 """
 
 from __future__ import annotations
@@ -48,7 +55,11 @@ from schedmate.failure.audit import AuditLog
 from schedmate.failure.checkpoint import find_checkpoint
 from schedmate.failure.nodes import find_node, find_nodes
 
+Guard = Callable[[RecoveryAction], str | None]
+"""A caller's guard rail between plan and execution: the reason to refuse an action, or None."""
+
 __all__ = [
+    "Guard",
     "ClusterBackend",
     "InMemoryClusterBackend",
     "AuditLog",
@@ -147,22 +158,35 @@ class RecoveryPlanner:
 
     # -- entry point ----------------------------------------------------------------------
     def recover(
-        self, job: JobContext, finding: Finding
+        self,
+        job: JobContext,
+        finding: Finding,
+        *,
+        guard: Guard | None = None,
+        dry_run: bool | None = None,
     ) -> tuple[tuple[RecoveryAction, ...], tuple[str, ...]]:
-        """Plan, audit and (unless dry-run) execute. Returns the actions and warnings."""
+        """Plan, audit and (unless dry-run: `dry_run`, else `failure.dry_run`) execute what
+        `guard` (the caller's operator guard rails) lets through. Returns actions, warnings."""
+        dry = self.settings.dry_run if dry_run is None else dry_run
         warnings: list[str] = []
+        self.audit.refresh()  # what other processes (watch, diagnose) executed meanwhile
         if self.audit.read_error:
             warnings.append(f"{self.audit.read_error}; budgets and corroboration start empty")
         nodes_now, known = self._cluster_nodes(warnings)
         actions, record = self._plan(job, finding, nodes_now, known)
+        record["dry_run"] = dry
         audited = True
         try:
             self.audit.append(record)
         except InputError as exc:
             warnings.append(str(exc))
             audited = False
-        actions = self._execute(job, actions, audited, warnings)
+        actions = self._execute(job, actions, audited, warnings, guard, dry)
         return tuple(actions), tuple(warnings)
+
+    def budget_used(self, job_id: str) -> int:
+        """Executed recovery actions of a job (its retry-budget use)."""
+        return self.audit.executed_count(job_id)
 
     def plan(self, job: JobContext, finding: Finding) -> list[RecoveryAction]:
         """Only decide (nothing audited or executed): for previews and tests."""
@@ -233,14 +257,18 @@ class RecoveryPlanner:
             return done(
                 "not_failed", [notify(f"the scheduler reports the job {job.state.value}: nothing to do")]
             )
+        scheduler_limit = self._scheduler_limit(job)
+        if scheduler_limit is not None:
+            if self._budget_exhausted(job):
+                return done("budget_exhausted", [notify(self._budget_reason(job))])
+            return done("resubmit_with_limit", [self._resubmit(job, f, scheduler_limit, ev, notify)])
         if f.category == "application":
             return done("no_restart", [notify(f"application failure ({f.kind}): fix the job and resubmit")])
         if f.category != "infrastructure" or f.confidence < s.min_recover_confidence:
             reason = f"uncertain diagnosis ({f.category}, confidence {f.confidence:.2f}): not restarted"
             return done("uncertain", [notify(reason)])
-        if job.job_id is not None and self.audit.executed_count(job.job_id) >= s.retry_budget:
-            reason = f"retry budget exhausted ({s.retry_budget} executed actions for job {job.job_id})"
-            return done("budget_exhausted", [notify(reason)])
+        if self._budget_exhausted(job):
+            return done("budget_exhausted", [notify(self._budget_reason(job))])
         limit = self._limit_kind(job, f)
         if limit is not None:
             return done("resubmit_with_limit", [self._resubmit(job, f, limit, ev, notify)])
@@ -275,6 +303,22 @@ class RecoveryPlanner:
                 actions.append(notify(systemic))
                 decision += "+systemic"
         return done(decision, actions)
+
+    def _budget_exhausted(self, job: JobContext) -> bool:
+        return job.job_id is not None and self.audit.executed_count(job.job_id) >= self.settings.retry_budget
+
+    def _budget_reason(self, job: JobContext) -> str:
+        n = self.settings.retry_budget
+        return f"retry budget ({n}) exhausted: {n} executed actions for job {job.job_id}; needs a human"
+
+    @staticmethod
+    def _scheduler_limit(job: JobContext) -> str | None:
+        """A limit kill the scheduler reports: a fact that outranks any log text."""
+        if job.from_scheduler and job.state is JobState.TIMEOUT:
+            return "time"
+        if job.from_scheduler and job.state is JobState.OUT_OF_MEMORY:
+            return "mem"
+        return None
 
     @staticmethod
     def _suspects(scheduler_nodes: tuple[str, ...], log_nodes: tuple[str, ...]) -> tuple[str, ...]:
@@ -444,7 +488,13 @@ class RecoveryPlanner:
         return None
 
     def _execute(
-        self, job: JobContext, actions: list[RecoveryAction], audited: bool, warnings: list[str]
+        self,
+        job: JobContext,
+        actions: list[RecoveryAction],
+        audited: bool,
+        warnings: list[str],
+        guard: Guard | None = None,
+        dry: bool = True,
     ) -> list[RecoveryAction]:
         attempt = self._attempt(job)
         out: list[RecoveryAction] = []
@@ -455,7 +505,11 @@ class RecoveryPlanner:
                 out.append(replace(a, status=ActionStatus.NOT_EXECUTABLE))
                 continue
             a = replace(a, action_id=ca.action_id)
-            if self.settings.dry_run:
+            why = guard(a) if guard is not None else None
+            if why:
+                out.append(self._refuse(a, why, warnings, dry))
+                continue
+            if dry:
                 out.append(replace(a, status=ActionStatus.DRY_RUN))
                 continue
             if self.backend is None:
@@ -468,6 +522,24 @@ class RecoveryPlanner:
             if out[-1].status is ActionStatus.FAILED and out[-1].error and "audit log" in out[-1].error:
                 stop = True
         return out
+
+    def _refuse(self, a: RecoveryAction, why: str, warnings: list[str], dry: bool) -> RecoveryAction:
+        """An action the caller's guard rail refused: recorded, not executed."""
+        try:
+            self.audit.append(
+                {
+                    "type": "refused",
+                    "action_id": a.action_id,
+                    "action": a.action.value,
+                    "job_id": a.job_id,
+                    "node": a.node,
+                    "why": why,
+                    "dry_run": dry,
+                }
+            )
+        except InputError as exc:
+            warnings.append(str(exc))
+        return replace(a, status=ActionStatus.NOT_EXECUTABLE, error=f"refused by a guard rail: {why}")
 
     def _execute_one(self, a: RecoveryAction, ca: Action, warnings: list[str]) -> RecoveryAction:
         assert self.backend is not None and a.action_id is not None
@@ -490,11 +562,19 @@ class RecoveryPlanner:
             "new_time_limit_s": a.new_time_limit_s,
             "new_mem": a.new_mem,
             "attempt": ca.attempt,
+            "kind": ca.kind.value,
+            "reason": a.reason[:300],
         }
         try:
-            self.audit.append({**base, "phase": "started"})
+            claimed = self.audit.claim(base)
         except InputError as exc:
             return replace(a, status=ActionStatus.FAILED, error=f"audit log: {exc}; not executed")
+        if not claimed:  # another process started or finished it between our read and the lock
+            return replace(
+                a,
+                status=ActionStatus.UNCONFIRMED,
+                error="started by another process: check the scheduler, not repeated",
+            )
         try:
             apply_action(self.backend, ca)
         except BackendError as exc:

@@ -3,17 +3,25 @@
 - `build_failure_handler(settings, backend)`: the facade (diagnosis + recovery planner);
 - `job_context(...)`: what the caller knows about the job (the CLI's flags) as a JobContext;
 - `diagnose_logs(settings, files, job=...)`: one report per file (the `diagnose` command);
-- `recover_job(handler, view)`: the live agent's call, a scheduler `JobView` in, a report
-  out, actions executed through the handler's backend unless `failure.dry_run`.
+  with `failure.backend = "slurm"` and a job id, the job's facts come from Slurm and the
+  plan is executed through it unless `failure.dry_run`;
+- `recover_job(handler, view, guard=...)`: `watch`'s call, a scheduler `JobView` in, a report
+  out, actions executed through the handler's backend unless `failure.dry_run`, after the
+  caller's guard rails.
+
+One recovery policy (`failure.recovery.RecoveryPlanner`) and one ledger (the audit log,
+`audit_log_path`) serve both commands, so an action `watch` executed is never executed again
+by `diagnose --execute`, and the other way round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from schedmate.core.cluster import ClusterBackend, JobView
-from schedmate.core.diagnosis import FailureReport
+from schedmate.core.diagnosis import FailureReport, RecoveryAction
+from schedmate.core.errors import InputError
 from schedmate.core.hostlist import expand_hostlist
 from schedmate.core.settings import Settings
 from schedmate.failure import (
@@ -28,7 +36,23 @@ from schedmate.failure import (
 from schedmate.sdk._common import embedder_of, llm_of
 from schedmate.tracker import LineClassifier
 
-__all__ = ["build_failure_handler", "job_context", "diagnose_logs", "recover_job", "audit_log_path"]
+__all__ = [
+    "build_failure_handler",
+    "job_context",
+    "diagnose_logs",
+    "recover_job",
+    "audit_log_path",
+    "failure_backend",
+]
+
+
+def failure_backend(settings: Settings) -> ClusterBackend | None:
+    """The scheduler `diagnose` acts through (`failure.backend`): None for "none"."""
+    if settings.failure.backend == "slurm":
+        from schedmate.integrations.slurm import SlurmBackend
+
+        return SlurmBackend(settings.slurm)
+    return None
 
 
 def audit_log_path(settings: Settings) -> Path:
@@ -85,15 +109,35 @@ def diagnose_logs(
     plan: bool = True,
     backend: ClusterBackend | None = None,
 ) -> Iterator[FailureReport]:
-    """One report per file, in order (one bad file is that file's `error`)."""
+    """One report per file, in order (one bad file is that file's `error`). With a scheduler
+    backend and a job id, the scheduler's view of the job replaces the caller's flags (its
+    nodes, user, state, restarts, limits are facts; flags are claims)."""
+    if backend is None:
+        backend = failure_backend(settings)
     handler = build_failure_handler(settings, backend, plan=plan)
+    view: JobView | None = None
+    if backend is not None and job is not None and job.job_id:
+        view = backend.job(job.job_id)
+        if view is None:
+            raise InputError(f"job {job.job_id}: unknown to the scheduler ({backend.name})")
     for f in files:
-        yield handler.diagnose(f, job)
+        if view is not None:
+            yield handler.handle(view, log=f, mem=view.mem or (job.mem if job else None))
+        else:
+            yield handler.diagnose(f, job)
 
 
 def recover_job(
-    handler: FailureHandler, view: JobView, *, log: str | Path | None = None, mem: str | None = None
+    handler: FailureHandler,
+    view: JobView,
+    *,
+    log: str | Path | None = None,
+    mem: str | None = None,
+    read_log: bool = True,
+    guard: Callable[[RecoveryAction], str | None] | None = None,
+    dry_run: bool | None = None,
 ) -> FailureReport:
     """Diagnose a failed job the scheduler describes and recover it through the handler's
-    backend (dry run unless `failure.dry_run = false`)."""
-    return handler.handle(view, log=log, mem=mem)
+    backend (dry run unless `failure.dry_run = false`); `guard` is the caller's operator
+    guard rails, applied between plan and execution."""
+    return handler.handle(view, log=log, mem=mem, read_log=read_log, guard=guard, dry_run=dry_run)

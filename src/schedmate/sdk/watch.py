@@ -2,8 +2,12 @@
 
 The only place where the Advisor, the Tracker and the Failure Handler meet the live loop:
 `SdkCapabilities` calls their public facades (built by the other SDK modules) and maps
-their answers onto the loop's small `Prediction` / `Diagnosis` types, so their internals can
-change without touching `watch`. Each capability is built on first use.
+their answers onto the loop's small types, so their internals can change without touching
+`watch`. Each capability is built on first use.
+
+Recovery goes through `sdk.failures.recover_job`: the Failure Handler's planner is the one
+recovery policy and its audit log (`sdk.failures.audit_log_path`) the one ledger of recovery
+actions, shared with `schedmate diagnose --execute`.
 """
 
 from __future__ import annotations
@@ -15,15 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from schedmate.core.cluster import ClusterBackend, JobView
+from schedmate.core.cluster import ClusterBackend, JobState, JobView
+from schedmate.core.diagnosis import FailureReport
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
 from schedmate.core.types import SCHEMA_VERSION, TrackResult
 
 if TYPE_CHECKING:
     from schedmate.advisor import Advisor
-    from schedmate.failure import FailureHandler
-    from schedmate.integrations.watch import Diagnosis, Prediction, Watcher
+    from schedmate.failure import AuditLog, FailureHandler
+    from schedmate.integrations.watch import Guard, Prediction, Watcher
     from schedmate.tracker import MetricTracker
 
 __all__ = ["SdkCapabilities", "build_watcher", "run_watch", "job_report", "watch_store_path"]
@@ -36,8 +41,9 @@ def watch_store_path(settings: Settings) -> Path:
 class SdkCapabilities:
     """The watch loop's view of the three capabilities (each built lazily from settings)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, backend: ClusterBackend | None = None) -> None:
         self.settings = settings
+        self.backend = backend
         self._tracker: MetricTracker | None = None
         self._handler: FailureHandler | None = None
         self._advisor: Advisor | None = None
@@ -55,7 +61,7 @@ class SdkCapabilities:
         if self._handler is None:
             from schedmate.sdk.failures import build_failure_handler
 
-            self._handler = build_failure_handler(self.settings, plan=False)
+            self._handler = build_failure_handler(self.settings, self.backend)
         return self._handler
 
     @property
@@ -86,20 +92,38 @@ class SdkCapabilities:
             return Prediction(None, None, error=str(exc))
         return Prediction(adv.p50_s, adv.p90_s, adv.method, len(adv.neighbors), adv.error)
 
-    def diagnose(self, job: JobView, path: str) -> Diagnosis:
-        from schedmate.integrations.watch import Diagnosis
+    def recover(self, job: JobView, log: str | None, guard: Guard, dry_run: bool) -> FailureReport:
+        from schedmate.sdk.failures import recover_job
 
-        rep = self.handler.diagnose(path)
-        return Diagnosis(
-            failed=rep.failed,
-            category=rep.category,
-            kind=rep.kind,
-            confidence=rep.confidence,
-            root_cause=rep.root_cause_line,
-            node_named=rep.node,  # found in the log (no job context given): untrusted
-            checkpoint=rep.checkpoint,
-            error=rep.error,
-        )
+        if job.state is JobState.OUT_OF_MEMORY and job.mem is None and self.backend is not None:
+            try:  # the snapshot may lack the memory request (squeue --json of 22.05): ask once
+                fresh = self.backend.job(job.job_id)
+            except SchedmateError:
+                fresh = None
+            if fresh is not None and fresh.mem:
+                job = job.with_(mem=fresh.mem)
+        return recover_job(self.handler, job, log=log, read_log=log is not None, guard=guard, dry_run=dry_run)
+
+    def _audit(self) -> AuditLog:
+        planner = self.handler.planner
+        assert planner is not None  # built with plan=True
+        return planner.audit
+
+    def new_recovery_cycle(self) -> None:
+        planner = self.handler.planner
+        if planner is not None:
+            planner.new_cycle()
+            planner.audit.refresh()
+
+    def recovery_budget(self, job_id: str) -> tuple[int, int]:
+        return self._audit().executed_count(job_id), self.settings.failure.retry_budget
+
+    def drains_in_last_hour(self) -> int:
+        audit = self._audit()
+        return audit.executed_since("drain_node", audit.now() - 3600)
+
+    def unfinished_recoveries(self) -> list[dict[str, Any]]:
+        return self._audit().unfinished()
 
     def track(self, lines: Sequence[str], file: str) -> TrackResult:
         return self.tracker.track_lines(lines, file=file)
@@ -150,9 +174,10 @@ def build_watcher(
 
         wm = WatchMetrics()
     store = WatchStore(watch_store_path(settings))
+    backend = backend or _slurm_backend(settings)
     return Watcher(
-        backend or _slurm_backend(settings),
-        SdkCapabilities(settings),
+        backend,
+        SdkCapabilities(settings, backend),
         store,
         settings.watch,
         metrics=wm,
@@ -203,7 +228,8 @@ def job_report(settings: Settings, job_id: str, *, backend: ClusterBackend | Non
         view = (backend or _slurm_backend(settings)).job(job_id)
     except SchedmateError as exc:
         scheduler_error = str(exc)
-    if view is None and not rec:
+    recoveries = _recoveries(settings, job_id)
+    if view is None and not rec and not recoveries:
         raise SchedmateError(f"job {job_id}: unknown to the scheduler and to watch ({path})")
     start = view.start_time if view else rec.get("start_time")
     end = view.end_time if view and view.state.ended else rec.get("end_time")
@@ -243,6 +269,44 @@ def job_report(settings: Settings, job_id: str, *, backend: ClusterBackend | Non
             }
             | {"detail": json.loads(a.get("detail") or "{}")}
             for a in actions
-        ],
+        ]
+        + recoveries,
         "scheduler_error": scheduler_error,
     }
+
+
+_PHASE_STATUS = {"started": "unconfirmed", "done": "done", "failed": "failed"}
+_RECOVERY_KIND = {"requeue": "requeue", "exclude_node": "requeue", "resubmit_with_limit": "requeue"}
+
+
+def _recoveries(settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    """The recovery actions executed for a job, from the audit log (their one ledger)."""
+    from schedmate.failure import AuditLog
+    from schedmate.sdk.failures import audit_log_path
+
+    path = audit_log_path(settings)
+    if not path.exists():
+        return []
+    out = []
+    for r in AuditLog(path).job_executions(job_id):
+        action = str(r.get("action") or "")
+        out.append(
+            {
+                "action_id": r.get("action_id"),
+                "kind": r.get("kind") or _RECOVERY_KIND.get(action, "drain"),
+                "node": r.get("node"),
+                "status": _PHASE_STATUS.get(str(r.get("phase")), str(r.get("phase"))),
+                "reason": r.get("reason"),
+                "error": r.get("error"),
+                "created": r.get("started"),
+                "finished": r.get("finished"),
+                "detail": {
+                    "recovery": action,
+                    "time_limit_s": r.get("new_time_limit_s"),
+                    "mem": r.get("new_mem"),
+                    "exclude_nodes": r.get("exclude_nodes") or [],
+                    "attempt": r.get("attempt"),
+                },
+            }
+        )
+    return out

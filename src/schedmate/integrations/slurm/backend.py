@@ -25,8 +25,10 @@ from schedmate.integrations.slurm.parse import (
     SacctRow,
     format_limit,
     jobs_from_squeue_json,
+    mem_request,
     nodes_from_sinfo_json,
     parse_sacct,
+    parse_scontrol_record,
 )
 
 __all__ = ["SlurmBackend", "MAX_OUTPUT_BYTES", "MAX_SCRIPT_BYTES", "MAX_COMMENT_CHARS"]
@@ -147,7 +149,18 @@ class SlurmBackend:
             if any(s in str(exc).lower() for s in _UNKNOWN_JOB):
                 return None
             raise BackendError(f"slurm: {exc}") from None
-        return next((j for j in jobs if j.job_id == job_id), None)
+        view = next((j for j in jobs if j.job_id == job_id), None)
+        if view is not None and view.mem is None:
+            view = view.with_(mem=self._mem(job_id))
+        return view
+
+    def _mem(self, job_id: str) -> str | None:
+        """The per-node memory request from scontrol (22.05's squeue --json leaves it out)."""
+        try:
+            rec = parse_scontrol_record(self.run(["scontrol", "show", "job", "-o", job_id]).strip())
+        except (BackendError, InputError):
+            return None
+        return mem_request(rec.get("MinMemoryNode"))
 
     def job_script(self, job_id: str) -> str | None:
         _check_job(job_id)

@@ -31,6 +31,7 @@ __all__ = [
     "parse_sacct",
     "parse_scontrol_record",
     "job_from_scontrol",
+    "mem_request",
 ]
 
 _UNLIMITED = {"UNLIMITED", "INFINITE", "NONE", "N/A", "PARTITION_LIMIT", ""}
@@ -146,6 +147,25 @@ def expand_output_path(
     return str(p)
 
 
+_MEM = re.compile(r"^(\d+)([KMGT]?)(n?)$")
+
+
+def mem_request(text: str | None) -> str | None:
+    """A per-node memory request as `scontrol update MinMemoryNode=` takes it: '300M', '64G';
+    sacct's '300Mn' (per node) too. Per-CPU requests ('4000Mc') and 0 (all of the node) are
+    not a per-node amount: None."""
+    m = _MEM.match((text or "").strip())
+    if m is None or int(m.group(1)) == 0:
+        return None
+    return f"{int(m.group(1))}{m.group(2) or 'M'}"
+
+
+def _mem_mb(v: Any) -> str | None:
+    """squeue --json `memory_per_node` (MB; a number or Slurm's {"set", "number"})."""
+    n = _number(v)
+    return f"{int(n)}M" if n is not None and n > 0 else None
+
+
 def job_from_squeue(d: Mapping[str, Any]) -> JobView:
     """One job of `squeue --json` -> JobView (stdout/stderr paths expanded)."""
     job_id = d.get("job_id")
@@ -176,6 +196,7 @@ def job_from_squeue(d: Mapping[str, Any]) -> JobView:
         reason=_str(d.get("state_reason")),
         restarts=int(_number(d.get("restart_cnt")) or 0),
         comment=_str(d.get("comment")),
+        mem=_mem_mb(d.get("memory_per_node")),
     )
     arr = str(int(array_job)) if array_job else ""
     tsk = str(int(task)) if task is not None and arr else ""
@@ -435,6 +456,7 @@ def job_from_scontrol(rec: Mapping[str, str]) -> JobView:
         reason=_str(rec.get("Reason")),
         restarts=int(rec["Restarts"]) if rec.get("Restarts", "").isdigit() else 0,
         comment=_str(rec.get("Comment")),
+        mem=mem_request(rec.get("MinMemoryNode")),
     )
 
 
@@ -453,7 +475,8 @@ SACCT_FIELDS = (
     "NNodes",
     "NodeList",
     "AllocTRES",
-    "WorkDir",
+    "ReqMem",
+    "WorkDir",  # last: free text that may hold a '|'
 )
 
 
@@ -507,5 +530,6 @@ def parse_sacct(
             time_limit_s=float(limit) * 60 if limit.isdigit() else None,
             work_dir=_str(r.get("WorkDir")),
             exit_code=int(code.split(":")[0]) if code.split(":")[0].isdigit() else None,
+            mem=mem_request(r.get("ReqMem")),
         )
         yield SacctRow(job, float(elapsed) if elapsed.isdigit() else None)

@@ -1,10 +1,16 @@
-"""Watcher: one cycle = snapshot -> per job (pending: advise; running: track; ended: diagnose,
-recover; completed: remember) -> actions through the backend, each once.
+"""Watcher: one cycle = snapshot -> per job (pending: advise; running: track; ended: diagnose
+and recover; completed: remember) -> actions through the backend, each once.
 
 Capabilities come in through the small `Capabilities` protocol (the SDK wires the Advisor,
-Tracker and Failure Handler into it), so this loop knows views and decisions only. Every
-state-changing action goes through the store's ledger: recorded before it runs, marked after,
-never repeated; in dry run it is recorded as planned and logged once.
+Tracker and Failure Handler into it), so this loop knows views and decisions only.
+
+Recovery of an ended job is the Failure Handler's: its planner decides (budgets, limits,
+exclusions, corroborated drains) and executes through its audit log, the one ledger of
+recovery actions (shared with `diagnose --execute`); watch only adds its operator guard rails
+(partition allowlist, drains per hour, share of a partition drained) between plan and
+execution, and reports. Watch's own actions (a pending job's TimeLimit) go through the
+store's ledger: recorded before they run, marked after, never repeated; in dry run recorded
+as planned and logged once.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from schedmate.core.cluster import (
     JobView,
     apply_action,
 )
+from schedmate.core.diagnosis import ActionStatus, FailureReport, RecoveryAction, RecoveryKind
 from schedmate.core.errors import BackendError, InputError, SchedmateError
 from schedmate.core.settings import WatchSettings
 from schedmate.core.types import TrackResult
@@ -36,14 +43,14 @@ from schedmate.integrations.watch.policy import (
     drain_allowed,
     fmt_duration,
     join_notes,
-    limit_after_timeout,
     limit_from_prediction,
     ours_to_write,
-    trusted_node,
 )
-from schedmate.integrations.watch.store import ActionStatus, WatchStore
+from schedmate.integrations.watch.store import LedgerStatus, WatchStore
 
-__all__ = ["Capabilities", "CycleReport", "Diagnosis", "Prediction", "Watcher"]
+__all__ = ["Capabilities", "CycleReport", "Guard", "Prediction", "Watcher"]
+
+Guard = Callable[[RecoveryAction], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +62,27 @@ class Prediction:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
-    failed: bool
-    category: str = "unknown"  # infrastructure | application | unknown
-    kind: str | None = None
-    confidence: float = 0.0
-    root_cause: str | None = None
-    node_named: str | None = None  # named by the log: untrusted
-    checkpoint: str | None = None
-    error: str | None = None
-
-
 class Capabilities(Protocol):
     def advise(self, job: JobView, script: str | None) -> Prediction: ...
 
-    def diagnose(self, job: JobView, path: str) -> Diagnosis: ...
+    def recover(self, job: JobView, log: str | None, guard: Guard, dry_run: bool) -> FailureReport:
+        """Diagnose an ended job (`log`: None when it is not to be read) and recover it through
+        the Failure Handler's planner, executing what `guard` lets through unless `dry_run`."""
+        ...
+
+    def new_recovery_cycle(self) -> None:
+        """A new cycle for the planner (its per-cycle drain quota)."""
+        ...
+
+    def recovery_budget(self, job_id: str) -> tuple[int, int]:
+        """(executed recovery actions of the job, the retry budget)."""
+        ...
+
+    def drains_in_last_hour(self) -> int: ...
+
+    def unfinished_recoveries(self) -> list[dict[str, Any]]:
+        """Recovery actions started and never confirmed (a crash): for an operator."""
+        ...
 
     def track(self, lines: Sequence[str], file: str) -> TrackResult: ...
 
@@ -111,14 +123,16 @@ class Watcher:
         self.logs: dict[str, JobLog] = {}
         self._planned_comments: dict[str, str] = {}
         self._report = CycleReport()
-        for a in store.actions(status=ActionStatus.STARTED):
-            self.log(
-                "action_unfinished",
-                level="warning",
-                action_id=a["action_id"],
-                kind=a["kind"],
-                job_id=a["job_id"],
-            )
+        unfinished = [
+            (str(a["action_id"]), str(a["kind"]), a["job_id"])
+            for a in store.actions(status=LedgerStatus.STARTED)
+        ]
+        unfinished += [
+            (str(r.get("action_id")), str(r.get("action")), r.get("job_id"))
+            for r in caps.unfinished_recoveries()
+        ]
+        for aid, kind, job_id in unfinished:
+            self.log("action_unfinished", level="warning", action_id=aid, kind=kind, job_id=job_id)
 
     # -- logging -----------------------------------------------------------------------------
     def log(self, event: str, *, level: str = "info", **fields: Any) -> None:
@@ -162,6 +176,7 @@ class Watcher:
         t0 = time.perf_counter()
         self._report = rep = CycleReport()
         snap = self.backend.snapshot()
+        self.caps.new_recovery_cycle()
         rep.jobs = len(snap.jobs)
         done: list[tuple[JobView, str | None]] = []
         for job in snap.jobs:
@@ -222,7 +237,7 @@ class Watcher:
         """Carry out a state-changing action at most once (ledger); True when it was done now."""
         aid = action.action_id
         status = self.store.action_status(aid)
-        if status in (ActionStatus.STARTED, ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.SKIPPED):
+        if status in (LedgerStatus.STARTED, LedgerStatus.DONE, LedgerStatus.FAILED, LedgerStatus.SKIPPED):
             return False
         rec: dict[str, Any] = {
             "action_id": aid,
@@ -234,35 +249,27 @@ class Watcher:
             "reason": action.reason,
         }
         if not self.s.execute:
-            if status != ActionStatus.PLANNED:
-                self.store.record_action(action, ActionStatus.PLANNED)
+            if status != LedgerStatus.PLANNED:
+                self.store.record_action(action, LedgerStatus.PLANNED)
                 self.log("action", mode="dry-run", **rec)
                 self._report.actions.append({**rec, "mode": "dry-run"})
                 if self.metrics:
                     self.metrics.actions.labels(action.kind.value, "dry-run").inc()
             return False
-        self.store.record_action(action, ActionStatus.STARTED)  # committed before the scheduler is touched
+        self.store.record_action(action, LedgerStatus.STARTED)  # committed before the scheduler is touched
         try:
             apply_action(self.backend, action)
         except BackendError as exc:
-            self.store.record_action(action, ActionStatus.FAILED, error=str(exc))
+            self.store.record_action(action, LedgerStatus.FAILED, error=str(exc))
             self.log("action_failed", level="warning", error=str(exc), **rec)
             self._report.actions.append({**rec, "mode": "failed", "error": str(exc)})
             return False
-        self.store.record_action(action, ActionStatus.DONE)
+        self.store.record_action(action, LedgerStatus.DONE)
         self.log("action", mode="execute", **rec)
         self._report.actions.append({**rec, "mode": "execute"})
         if self.metrics:
             self.metrics.actions.labels(action.kind.value, "execute").inc()
         return True
-
-    def _skip(self, action: Action, why: str) -> None:
-        """A decision a guard rail refused: recorded once, with why."""
-        if self.store.action_status(action.action_id) is None:
-            self.store.record_action(action, ActionStatus.SKIPPED, error=why)
-            self.log(
-                "action_refused", kind=action.kind.value, job_id=action.job_id, node=action.node, why=why
-            )
 
     def _annotate(self, job: JobView, text: str) -> None:
         """Write watch's note into the job's Comment (idempotent by value, not in the ledger)."""
@@ -465,118 +472,109 @@ class Watcher:
         if job.state in (JobState.CANCELLED, JobState.PREEMPTED, JobState.DEADLINE):
             self.store.put_job(job.job_id, ended_key=mark, **fields)
             return
-        diag = self._diagnose(job)
+        rep = self._recover(job, snap)
         fields["diagnosis"] = json.dumps(
             {
-                "category": diag.category,
-                "kind": diag.kind,
-                "confidence": round(diag.confidence, 3),
-                "root_cause": diag.root_cause,
-                "checkpoint": diag.checkpoint,
-                "node_named_in_log": diag.node_named,
-                "error": diag.error,
+                "category": rep.category,
+                "kind": rep.kind,
+                "confidence": round(rep.confidence, 3),
+                "root_cause": rep.root_cause_line,
+                "checkpoint": rep.checkpoint,
+                "node_named_in_log": rep.node,
+                "method": rep.method,
+                "recovery": [a.to_dict() for a in rep.recovery],
+                "error": rep.error,
             }
         )
         if self.metrics:
-            self.metrics.failures.labels(diag.category, diag.kind or "unknown").inc()
-        self.log(
-            "diagnosed", job_id=job.job_id, state=job.state.value, category=diag.category, kind=diag.kind
-        )
-        if self._allowed(job):
-            self._recover(job, diag, snap)
+            self.metrics.failures.labels(rep.category, rep.kind or "unknown").inc()
+        self.log("diagnosed", job_id=job.job_id, state=job.state.value, category=rep.category, kind=rep.kind)
         self.store.put_job(job.job_id, ended_key=mark, **fields)
 
-    def _diagnose(self, job: JobView) -> Diagnosis:
-        if job.state is JobState.TIMEOUT:
-            base = Diagnosis(
-                True,
-                "timeout",
-                "time_limit",
-                1.0,
-                f"killed at its time limit {fmt_duration(job.time_limit_s)}",
-            )
-        elif job.state is JobState.NODE_FAIL:
-            base = Diagnosis(
-                True, "infrastructure", "node_fail", 1.0, "the scheduler reports the node failed"
-            )
-        elif job.state is JobState.OUT_OF_MEMORY:
-            base = Diagnosis(True, "application", "out_of_memory", 1.0, "the job ran out of memory")
-        else:
-            base = Diagnosis(False)
-        path = job.stdout_path
-        if not path or not _readable_by(path, job.user):
-            return (
-                base
-                if base.failed
-                else Diagnosis(True, error=f"job log {path}: not readable by the job's user")
-            )
-        diag = self.caps.diagnose(job, path)
-        if base.failed:  # the scheduler's verdict stands; the log adds its checkpoint and details
-            return Diagnosis(
-                True, base.category, base.kind, base.confidence, diag.root_cause or base.root_cause,
-                diag.node_named, diag.checkpoint, diag.error,
-            )  # fmt: skip
-        return diag
+    def _guard(self, job: JobView, snap: ClusterSnapshot) -> Guard:
+        """Watch's operator guard rails between the planner's plan and its execution: the
+        partition allowlist, drains per hour, the share of a partition drained."""
 
-    def _recover(self, job: JobView, diag: Diagnosis, snap: ClusterSnapshot) -> None:
-        s = self.s
-        requeues = self.store.count_actions(ActionKind.REQUEUE.value, job_id=job.job_id)
-        what = f"{diag.category} failure ({diag.kind or 'unknown'})"
-        if diag.category == "timeout":
-            new = limit_after_timeout(job.time_limit_s, s) if s.timeout_requeue else None
-            if new is None:
-                self._event(
-                    job, "diagnosis", f"{what}: not requeued (limit already at the cap or requeue off)"
+        def guard(a: RecoveryAction) -> str | None:
+            if not self._allowed(job):
+                return f"partition {job.partition} is not in watch.partitions"
+            if a.action is RecoveryKind.DRAIN_NODE and a.node:
+                ok, why = drain_allowed(
+                    a.node, snap, drains_last_hour=self.caps.drains_in_last_hour(), s=self.s
                 )
-                return
-            if requeues >= s.requeue_budget:
-                self._event(job, "diagnosis", f"{what}: requeue budget ({s.requeue_budget}) exhausted")
-                return
-            ckpt = f", resume from {diag.checkpoint}" if diag.checkpoint else ""
-            action = Action(
-                ActionKind.REQUEUE, job_id=job.job_id, time_limit_s=new, attempt=job.restarts,
-                reason=f"time limit {fmt_duration(job.time_limit_s)} hit; limit {fmt_duration(new)}{ckpt}",
-            )  # fmt: skip
-            self._event(job, "diagnosis", f"{what}: requeue with limit {fmt_duration(new)}{ckpt}")
-            if self._act(action):
-                self._after_requeue(job, f"requeued after time limit, new limit {fmt_duration(new)}{ckpt}")
-            return
-        if diag.category != "infrastructure" or diag.confidence < s.min_failure_confidence:
-            why = (
-                "not requeued: fix the job and resubmit"
-                if diag.category == "application"
-                else "not requeued (uncertain)"
-            )
-            cause = f": {diag.root_cause[:120]}" if diag.root_cause else ""
-            self._event(job, "diagnosis", f"{what}{cause}; {why}")
-            return
-        node = trusted_node(job, diag.node_named)
-        if diag.node_named and diag.node_named not in job.nodes:
-            self.log("log_node_ignored", job_id=job.job_id, named=diag.node_named, job_nodes=list(job.nodes))
-        if node:
-            self.store.add_failure(job.job_id, job.restarts, job.user, node, diag.category, diag.kind)
-            self._maybe_drain(job, node, diag, snap)
-        if requeues >= s.requeue_budget:
-            self._event(
-                job, "diagnosis", f"{what}: requeue budget ({s.requeue_budget}) exhausted; needs a human"
-            )
-            return
-        exclude = (node,) if node else ()
-        action = Action(
-            ActionKind.REQUEUE, job_id=job.job_id, exclude_nodes=exclude, attempt=job.restarts,
-            reason=f"{what}, confidence {diag.confidence:.2f}" + (f"; excluding {node}" if node else ""),
-        )  # fmt: skip
-        self._event(
-            job,
-            "diagnosis",
-            f"{what}: requeue {requeues + 1}/{s.requeue_budget}" + (f" excluding {node}" if node else ""),
+                return None if ok else why
+            return None
+
+        return guard
+
+    def _recover(self, job: JobView, snap: ClusterSnapshot) -> FailureReport:
+        """Diagnose and recover through the Failure Handler's planner (the one recovery policy),
+        then report what it did: events, logs, the requeued job's Comment."""
+        path = job.stdout_path
+        readable = bool(path) and _readable_by(str(path), job.user)
+        rep = self.caps.recover(job, path if readable else None, self._guard(job, snap), not self.s.execute)
+        if path and not readable:
+            self.log("log_not_trusted", level="warning", job_id=job.job_id, path=path)
+        if rep.node and rep.node not in job.nodes:
+            self.log("log_node_ignored", job_id=job.job_id, named=rep.node, job_nodes=list(job.nodes))
+        what = f"{rep.category} failure ({rep.kind or 'unknown'})"
+        drained = {a.node for a in rep.recovery if a.action is RecoveryKind.DRAIN_NODE}
+        job_steps = [a for a in rep.recovery if a.action in _JOB_STEPS]
+        for a in rep.recovery:
+            if a.action_id is not None:
+                self._report_step(a)
+            elif a.action is RecoveryKind.NOTIFY and job_steps:
+                self.log("recovery_note", job_id=job.job_id, node=a.node, reason=a.reason)
+        for a in job_steps:
+            for node in a.exclude_nodes:
+                if node not in drained:
+                    self.log("drain_not_corroborated", node=node, job_id=job.job_id)
+        if not job_steps:
+            cause = f": {rep.root_cause_line[:120]}" if rep.root_cause_line else ""
+            notes = "; ".join(a.reason for a in rep.recovery if a.reason) or rep.error or "no recovery"
+            self._event(job, "diagnosis", f"{what}{cause}; not requeued: {notes}")
+            return rep
+        step = job_steps[0]
+        used, budget = self.caps.recovery_budget(job.job_id)
+        n = used if step.status is ActionStatus.EXECUTED else used + 1
+        detail = _step_detail(step)
+        state = (
+            "" if step.status in (ActionStatus.EXECUTED, ActionStatus.DRY_RUN) else f" ({step.status.value})"
         )
-        if self._act(action):
-            self._after_requeue(
-                job,
-                f"{what}; requeued {requeues + 1}/{s.requeue_budget}"
-                + (f" excluding {node}" if node else ""),
-            )
+        verb = "resubmit" if step.action is RecoveryKind.RESUBMIT_WITH_LIMIT else "requeue"
+        self._event(job, "diagnosis", f"{what}: {verb} {n}/{budget}{detail}{state}")
+        if step.status is ActionStatus.EXECUTED:
+            self._after_requeue(job, f"{what}; requeued {n}/{budget}{detail}")
+        return rep
+
+    def _report_step(self, a: RecoveryAction) -> None:
+        """One executable recovery step as watch's logs, cycle report and metrics show it."""
+        kind = _CLUSTER_KIND[a.action]
+        rec: dict[str, Any] = {
+            "action_id": a.action_id,
+            "kind": kind,
+            "recovery": a.action.value,
+            "job_id": a.job_id,
+            "node": a.node,
+            "time_limit_s": a.new_time_limit_s,
+            "mem": a.new_mem,
+            "exclude_nodes": list(a.exclude_nodes),
+            "reason": a.reason,
+        }
+        st = a.status
+        if st in (ActionStatus.EXECUTED, ActionStatus.DRY_RUN):
+            mode = "execute" if st is ActionStatus.EXECUTED else "dry-run"
+            self.log("action", mode=mode, **rec)
+            self._report.actions.append({**rec, "mode": mode})
+            if self.metrics:
+                self.metrics.actions.labels(kind, mode).inc()
+        elif st is ActionStatus.FAILED:
+            self.log("action_failed", level="warning", error=a.error, **rec)
+            self._report.actions.append({**rec, "mode": "failed", "error": a.error})
+        elif st is ActionStatus.NOT_EXECUTABLE:
+            self.log("action_refused", kind=kind, job_id=a.job_id, node=a.node, why=a.error)
+        else:  # already done / unconfirmed: the ledger kept it from running twice
+            self.log("action_not_repeated", status=st.value, error=a.error, **rec)
 
     def _after_requeue(self, job: JobView, note: str) -> None:
         """The job is pending again: now its Comment can carry the why."""
@@ -587,22 +585,27 @@ class Watcher:
         if fresh is not None:
             self._annotate(fresh, join_notes([note]))
 
-    def _maybe_drain(self, job: JobView, node: str, diag: Diagnosis, snap: ClusterSnapshot) -> None:
-        since = self.clock() - self.s.corroboration_window_s
-        sources = self.store.sources_implicating(node, since)
-        if len(sources) < self.s.corroborating_users:
-            self.log("drain_not_corroborated", node=node, job_id=job.job_id, sources=len(sources))
-            return
-        drains = self.store.count_actions(ActionKind.DRAIN.value, since=self.clock() - 3600)
-        ok, why = drain_allowed(node, snap, drains_last_hour=drains, s=self.s)
-        action = Action(
-            ActionKind.DRAIN, node=node, attempt=int(since // 3600),
-            reason=f"schedmate: {diag.kind or 'infrastructure'} failures of {len(sources)} users' jobs",
-        )  # fmt: skip
-        if ok:
-            self._act(action)
-        else:
-            self._skip(action, why)
+
+_JOB_STEPS = (RecoveryKind.REQUEUE, RecoveryKind.EXCLUDE_NODE, RecoveryKind.RESUBMIT_WITH_LIMIT)
+_CLUSTER_KIND = {
+    RecoveryKind.REQUEUE: ActionKind.REQUEUE.value,
+    RecoveryKind.EXCLUDE_NODE: ActionKind.REQUEUE.value,
+    RecoveryKind.RESUBMIT_WITH_LIMIT: ActionKind.REQUEUE.value,
+    RecoveryKind.DRAIN_NODE: ActionKind.DRAIN.value,
+}
+
+
+def _step_detail(a: RecoveryAction) -> str:
+    parts = []
+    if a.exclude_nodes:
+        parts.append(f" excluding {','.join(a.exclude_nodes)}")
+    if a.new_time_limit_s is not None:
+        parts.append(f", new limit {fmt_duration(a.new_time_limit_s)}")
+    if a.new_mem:
+        parts.append(f", memory {a.new_mem}")
+    if a.checkpoint:
+        parts.append(f", resume from {a.checkpoint}")
+    return "".join(parts)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,20 +1,20 @@
-"""Watch's decisions as pure functions of views and settings (no I/O): time limits, which node a
-failure may implicate, whether a drain stays within the guard rails, and Comment texts."""
+"""Watch's decisions as pure functions of views and settings (no I/O): a pending job's time
+limit, whether a drain the recovery planner decided stays within the operator's guard rails,
+and Comment texts. Recovery itself (budgets, limits after a kill, which nodes) is the Failure
+Handler's planner, not here."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from schedmate.core.cluster import ClusterSnapshot, JobView, NodeState
+from schedmate.core.cluster import ClusterSnapshot, NodeState
 from schedmate.core.settings import WatchSettings
 
 __all__ = [
     "COMMENT_PREFIX",
     "fmt_duration",
     "limit_from_prediction",
-    "limit_after_timeout",
-    "trusted_node",
     "drain_allowed",
     "ours_to_write",
 ]
@@ -58,24 +58,6 @@ def limit_from_prediction(p90_s: float, requested_s: float | None, s: WatchSetti
         if abs(floor - requested_s) < max(60.0, 0.05 * requested_s):
             return None  # within 5 %: not worth an update
     return floor
-
-
-def limit_after_timeout(current_s: float | None, s: WatchSettings) -> float | None:
-    """A job killed at its time limit gets `timeout_factor` times more, up to the cap; None
-    when it already had the cap (or no limit at all)."""
-    if current_s is None or current_s <= 0:
-        return None
-    new = min(_whole_minutes(current_s * s.timeout_factor), s.max_time_limit_s)
-    return new if new > current_s else None
-
-
-def trusted_node(job: JobView, named_in_log: str | None) -> str | None:
-    """The node a failure implicates, as the SCHEDULER placed the job: the node the log names
-    if the job really ran there, else the job's only node. A log naming any other node (forged,
-    or another job's host) implicates nothing."""
-    if named_in_log and named_in_log in job.nodes:
-        return named_in_log
-    return job.nodes[0] if len(job.nodes) == 1 else None
 
 
 def drain_allowed(

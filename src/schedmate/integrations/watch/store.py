@@ -1,8 +1,10 @@
 """WatchStore: what `watch` remembers between cycles and across restarts (one SQLite file).
 
-The action ledger is what makes a restarted watch safe: an action is written as `started`
-(committed) before it is carried out and marked `done`/`failed` after, so a crash between
-the two never repeats it. Every SQLite failure (locked, read-only, corrupt, disk full) is a
+The action ledger is what makes a restarted watch safe for its own actions (a pending job's
+TimeLimit): an action is written as `started` (committed) before it is carried out and
+marked `done`/`failed` after, so a crash between the two never repeats it. Recovery actions
+(requeue, resubmit, drain) are not in this ledger: the Failure Handler's audit log is their
+one ledger, shared with `diagnose --execute`. Every SQLite failure (locked, read-only, corrupt, disk full) is a
 one-line `BackendError` naming the file; the caller backs off and retries.
 """
 
@@ -19,10 +21,13 @@ from typing import Any
 from schedmate.core.cluster import Action
 from schedmate.core.errors import BackendError
 
-__all__ = ["WatchStore", "ActionStatus"]
+__all__ = ["WatchStore", "LedgerStatus"]
 
 
-class ActionStatus:
+class LedgerStatus:
+    """Status of one of watch's own actions (a pending job's TimeLimit) in the store's ledger.
+    Recovery actions are not here: they live in the Failure Handler's audit log."""
+
     PLANNED = "planned"  # seen in a dry run; a later --execute run still carries it out
     STARTED = "started"
     DONE = "done"
@@ -48,10 +53,6 @@ CREATE TABLE IF NOT EXISTS actions (
     status TEXT, created REAL, finished REAL, error TEXT
 );
 CREATE INDEX IF NOT EXISTS actions_job ON actions(job_id);
-CREATE TABLE IF NOT EXISTS failures (
-    job_id TEXT, restarts INTEGER, user TEXT, node TEXT, category TEXT, kind TEXT, time REAL,
-    PRIMARY KEY (job_id, restarts, node)
-);
 """
 
 _JOB_COLUMNS = frozenset(
@@ -172,7 +173,7 @@ class WatchStore:
         )
         now = time.time()
         self._q("PRAGMA synchronous=FULL")
-        finished = now if status in (ActionStatus.DONE, ActionStatus.FAILED, ActionStatus.SKIPPED) else None
+        finished = now if status in (LedgerStatus.DONE, LedgerStatus.FAILED, LedgerStatus.SKIPPED) else None
         with self._tx() as db:
             db.execute(
                 "INSERT INTO actions (action_id, job_id, node, kind, detail, reason, status, created, finished, error) "
@@ -211,26 +212,6 @@ class WatchStore:
             sql += " AND job_id = ?"
             args.append(job_id)
         return int(self._q(sql, tuple(args))[0][0])
-
-    # -- failures seen, for corroboration -------------------------------------------------------
-    def add_failure(
-        self, job_id: str, restarts: int, user: str | None, node: str, category: str, kind: str | None
-    ) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (job_id, restarts, user, node, category, kind, time.time()),
-            )
-
-    def sources_implicating(self, node: str, since: float) -> set[str]:
-        """Distinct users (or jobs without a user) whose infrastructure failures the scheduler
-        placed on `node` since `since`; one user's many jobs count once."""
-        rows = self._q(
-            "SELECT DISTINCT COALESCE('user:' || user, 'job:' || job_id) FROM failures "
-            "WHERE node = ? AND category = 'infrastructure' AND time >= ?",
-            (node, since),
-        )
-        return {str(r[0]) for r in rows}
 
     def summary(self) -> Mapping[str, int]:
         rows = self._q("SELECT status, COUNT(*) FROM actions GROUP BY status")
