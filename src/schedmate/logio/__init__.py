@@ -5,7 +5,7 @@ Every capability reads logs through this layer, so all of them agree on what a l
 stripped; `\\n`, `\\r` and `\\r\\n` end a line), computed in bounded memory.
 """
 
-from schedmate.logio.encoding import detect_encoding, read_decoded_lines
+from schedmate.logio.encoding import detect_encoding, read_decoded_lines, read_decoded_tail
 from schedmate.logio.follow import follow_lines
 from schedmate.logio.reader import (
     DEFAULT_MAX_LINE_CHARS,
@@ -26,6 +26,7 @@ __all__ = [
     "count_breaks",
     "detect_encoding",
     "read_decoded_lines",
+    "read_decoded_tail",
     "follow_lines",
     "iter_line_batches",
     "iter_lines",

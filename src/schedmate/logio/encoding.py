@@ -13,12 +13,12 @@ import codecs
 from pathlib import Path
 
 from schedmate.core.errors import InputError
-from schedmate.inputs import read_bytes
+from schedmate.inputs import open_regular, read_bytes
 from schedmate.logio.text import clean_text, split_lines
 
-__all__ = ["detect_encoding", "read_decoded_lines", "MAX_DECODED_BYTES"]
+__all__ = ["detect_encoding", "read_decoded_lines", "read_decoded_tail", "MAX_DECODED_BYTES"]
 
-MAX_DECODED_BYTES = 256 * 1024 * 1024
+MAX_DECODED_BYTES = 48 * 1024 * 1024  # read_decoded_lines: a whole file held as text
 _LEGACY = ("gb18030", "big5", "shift_jis")
 
 
@@ -60,3 +60,48 @@ def read_decoded_lines(path: str | Path, encoding: str, *, max_bytes: int = MAX_
         raise InputError(f"{path}: unknown text encoding {encoding!r}") from None
     text = text.lstrip("\ufeff")
     return split_lines(clean_text(text.encode("utf-8", "surrogatepass")))
+
+
+def _first_break(raw: bytes, encoding: str) -> int:
+    """Offset just after the first line break of `raw` (-1: none), on a code-unit boundary."""
+    if encoding.startswith("utf-16"):
+        unit = b"\n\x00" if encoding.endswith("le") else b"\x00\n"
+        k = raw.find(unit)
+        while k >= 0 and k % 2:
+            k = raw.find(unit, k + 1)
+        return -1 if k < 0 else k + 2
+    k = raw.find(b"\n")  # no GB18030/Big5/Shift-JIS multi-byte sequence contains 0x0A
+    return -1 if k < 0 else k + 1
+
+
+def read_decoded_tail(
+    path: str | Path, encoding: str, nbytes: int, *, end: int | None = None
+) -> tuple[list[str], int]:
+    """The lines within the `nbytes` bytes before `end` (default: the end of the file),
+    decoded with `encoding`, and the offset where the first whole line starts (0: the start
+    of the file), which is where the next window back should end. A line cut by the window's
+    start is left to that next window; a window without any break is skipped whole."""
+    with open_regular(path, what="log") as fh:
+        size = fh.seek(0, 2)
+        stop = size if end is None else min(end, size)
+        start = max(0, stop - nbytes)
+        if encoding.startswith("utf-16"):
+            start += start % 2
+            if encoding == "utf-16":  # the BOM decides the byte order
+                fh.seek(0)
+                encoding = "utf-16-be" if fh.read(2) == codecs.BOM_UTF16_BE else "utf-16-le"
+        fh.seek(start)
+        try:
+            raw = fh.read(stop - start)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if start > 0:
+        k = _first_break(raw, encoding)
+        if k < 0:
+            return [], start
+        raw, start = raw[k:], start + k
+    try:
+        text = raw.decode(encoding, "replace").lstrip("\ufeff")
+    except LookupError:
+        raise InputError(f"{path}: unknown text encoding {encoding!r}") from None
+    return split_lines(clean_text(text.encode("utf-8", "surrogatepass"))), start

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections import Counter, deque
@@ -19,10 +18,9 @@ from schedmate.logio import (
     iter_lines_reverse,
     iter_text_blocks,
     open_log,
-    read_decoded_lines,
+    read_decoded_tail,
     sniff_text,
 )
-from schedmate.logio.encoding import MAX_DECODED_BYTES
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
@@ -73,9 +71,9 @@ class MetricTracker:
         """
         p = Path(path)
         sniff_text(p)
-        decoded = self._decoded_lines(p)
-        if decoded is not None:  # UTF-16 / GBK: read whole, decoded with its encoding
-            result = self._track_window(str(path), decoded, whole=True)
+        enc = self._encoding(p)
+        if enc is not None:  # UTF-16 / GBK: the tail decoded with its encoding, widened as needed
+            result = self._track_decoded(p, enc)
             stall = self._stall_event(p, result, now) if live else None
             return result if stall is None else replace(result, events=result.events + (stall,))
         cfg = self.settings
@@ -116,15 +114,21 @@ class MetricTracker:
         return result
 
     @staticmethod
-    def _decoded_lines(path: Path) -> list[str] | None:
-        """The lines of a log in a non-UTF-8 encoding (None for UTF-8 or a too large file)."""
+    def _encoding(path: Path) -> str | None:
+        """The log's text encoding when it is not UTF-8 (UTF-16, GB18030...)."""
         with open_log(path) as fh:
-            head = fh.read(64 * 1024)
-            size = os.fstat(fh.fileno()).st_size
-        enc = detect_encoding(head)
-        if enc is None or size > MAX_DECODED_BYTES:
-            return None
-        return read_decoded_lines(path, enc)
+            return detect_encoding(fh.read(64 * 1024))
+
+    def _track_decoded(self, path: Path, encoding: str) -> TrackResult:
+        """Like the byte reader: windows of `tail_bytes` from the end backwards until one
+        holds progress (memory bounded by one window)."""
+        end: int | None = None
+        while True:
+            lines, start = read_decoded_tail(path, encoding, self.settings.tail_bytes, end=end)
+            result = self._track_window(str(path), lines, whole=start == 0 and end is None)
+            if result.has_progress or start == 0:
+                return result
+            end = start
 
     def track_lines(self, lines: Sequence[str], *, file: str = "<lines>") -> TrackResult:
         """Track an in-memory log (tests, the REST service)."""
