@@ -314,3 +314,57 @@ def test_a_fifo_audit_log_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(p)
     log = AuditLog(p)
     assert log.read_error is not None and "audit" in log.read_error
+
+
+# -- one ledger for every process -------------------------------------------------------------
+def test_two_processes_with_the_same_stale_view_execute_once(tmp_path: Path) -> None:
+    """watch and `diagnose --execute` (two planners, two AuditLogs on one file, both read before
+    either acted): the claim re-reads the file under its lock, so only one of them requeues."""
+    b = cluster(JobView("x", user="ann", state=JobState.FAILED, nodes=("n2",)))
+    first = planner(b, tmp_path, dry_run=False)
+    second = planner(b, tmp_path, dry_run=False)
+    stale = ctx(b, "x")
+    (a,), _ = first.recover(stale, ECC)
+    second.audit.refresh = lambda: None  # type: ignore[method-assign]  # worst case: no re-read before planning
+    (a2,), _ = second.recover(stale, ECC)
+    assert a.status is ActionStatus.EXECUTED
+    assert a2.status is ActionStatus.ALREADY_DONE and a2.action_id == a.action_id
+    assert [x[0] for x in b.log] == ["requeue"]
+
+
+def test_a_claim_is_checked_against_the_file_under_the_lock(tmp_path: Path) -> None:
+    one, two = AuditLog(tmp_path / "audit.jsonl"), AuditLog(tmp_path / "audit.jsonl")
+    rec = {"action_id": "abc", "job_id": "j", "action": "requeue"}
+    assert one.claim(rec) is True
+    assert two.executions("abc") == set()  # read before the claim: it does not know yet
+    assert two.claim(rec) is False and one.claim(rec) is False
+    one.append({"type": "execution", "phase": "failed", "action_id": "abc", "job_id": "j"})
+    assert two.claim(rec) is True  # a refused action may be tried again, once
+
+
+def test_the_scheduler_memory_kill_outranks_the_log() -> None:
+    """Slurm says OUT_OF_MEMORY; the log blames the user's code: still more memory, never a node."""
+    b = cluster(JobView("m3", user="ann", state=JobState.OUT_OF_MEMORY, nodes=("n1",), mem="32G"))
+    view = b.job("m3")
+    assert view is not None
+    job = JobContext.from_view(view, mem=view.mem)
+    app = Finding("application", "value_error", 0.95, None, 7, "/ck/m3/step-4")
+    (a,) = planner(b).plan(job, app)
+    assert a.action is RecoveryKind.RESUBMIT_WITH_LIMIT and a.new_mem == "64G" and a.exclude_nodes == ()
+    assert a.checkpoint == "/ck/m3/step-4" and "scheduler:state:OUT_OF_MEMORY" in a.evidence_ids
+    (capped,) = planner(b, max_mem_mb=32 * 1024).plan(job, app)
+    assert capped.action is RecoveryKind.NOTIFY and "at the cap" in capped.reason
+
+
+def test_a_guard_refuses_a_drain_but_not_the_requeue(tmp_path: Path) -> None:
+    b = cluster(JobView("g", user="ann", state=JobState.FAILED, nodes=("n4",)))
+    b.nodes["n4"] = NodeView("n4", NodeState.DOWN)  # the scheduler's fact: a drain is planned
+    p = planner(b, tmp_path, dry_run=False)
+    actions, _ = p.recover(
+        ctx(b, "g"), ECC, guard=lambda a: "no drains today" if a.action is RecoveryKind.DRAIN_NODE else None
+    )
+    assert kinds(actions) == [RecoveryKind.EXCLUDE_NODE, RecoveryKind.DRAIN_NODE]
+    assert actions[0].status is ActionStatus.EXECUTED
+    assert actions[1].status is ActionStatus.NOT_EXECUTABLE and "no drains today" in (actions[1].error or "")
+    assert [x[0] for x in b.log] == ["requeue"]
+    assert [r["why"] for r in p.audit.records if r.get("type") == "refused"] == ["no drains today"]

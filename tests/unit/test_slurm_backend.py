@@ -142,3 +142,18 @@ def test_conf_is_passed(bin_dir: Path, tmp_path: Path) -> None:
     SlurmBackend(SlurmSettings(bin_dir=str(bin_dir), conf="/etc/x/slurm.conf")).hold("1")
     assert out.read_text().strip() == "/etc/x/slurm.conf"
     assert os.environ.get("SLURM_CONF") != "/etc/x/slurm.conf"
+
+
+def test_requeue_with_more_memory_passes_megabytes(bin_dir: Path) -> None:
+    """22.05's `scontrol update MinMemoryNode=` takes MB only ('600M' is refused, seen on the real
+    cluster); a bad amount never reaches a command, and nothing is requeued before it is checked."""
+    log = recorder(bin_dir, "scontrol")
+    b = backend(bin_dir)
+    b.requeue("77", mem="96G")
+    b.requeue("78", mem="600M")
+    assert calls(log)[1] == ["update", "JobId=77", "MinMemoryNode=98304"]
+    assert calls(log)[3] == ["update", "JobId=78", "MinMemoryNode=600"]
+    n = len(calls(log))
+    with pytest.raises(BackendError, match="refusing memory"):
+        b.requeue("79", mem="1G; scancel")
+    assert len(calls(log)) == n

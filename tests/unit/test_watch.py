@@ -443,3 +443,45 @@ def test_action_ids_are_stable_for_the_same_decision() -> None:
         == Action(ActionKind.REQUEUE, job_id="1", exclude_nodes=("n1",), attempt=0, reason="x").action_id
     )
     assert a.action_id != Action(ActionKind.REQUEUE, job_id="1", exclude_nodes=("n1",), attempt=1).action_id
+
+
+def test_memory_kill_resubmitted_with_more_memory_within_cap(tmp_path: Path) -> None:
+    """Slurm says OUT_OF_MEMORY (the log shows nothing): the planner's resubmission with 2x the
+    memory, from the checkpoint the log names, up to failure.max_mem_mb; then a human."""
+    b = cluster("n1")
+    text = "iter 5/10: loss 1.0, time 100.00ms\nSaving checkpoint to ckpt/step-5.pt\n"
+    j = failed_job(tmp_path, "40", text=text, mem="32G").with_(state=JobState.OUT_OF_MEMORY)
+    b.add_job(j)
+    w, log = watcher(tmp_path, b, Caps(max_mem_mb=64 * 1024))
+    w.cycle()
+    assert b.log[0] == ("requeue", "40", {"exclude_nodes": (), "time_limit_s": None, "mem": "64G"})
+    acts = [e for e in events(log) if e["event"] == "action"]
+    assert [(a["kind"], a["recovery"], a["mem"], a["mode"]) for a in acts] == [
+        ("requeue", "resubmit_with_limit", "64G", "execute")
+    ]
+    assert "memory 64G, resume from ckpt/step-5.pt" in str(b.log[1][2]["comment"])
+    b.add_job(j.with_(mem="64G", restarts=1, end_time=300.0))
+    w.cycle()
+    assert [x[0] for x in b.log] == ["requeue", "update"]  # at the cap: nothing more to give
+    assert "memory limit reached at the cap (65536 MB)" in w.store.events("40")[-1]["message"]
+
+
+def test_dry_run_then_execute_through_the_one_ledger(tmp_path: Path) -> None:
+    b = cluster("n1")
+    b.add_job(failed_job(tmp_path))
+    w, log = watcher(tmp_path, b, Caps(verdict=NCCL, retry_budget=1), execute=False)
+    w.cycle()
+    w.cycle()
+    assert b.log == []  # dry run: nothing touched, planned once
+    planned = [e for e in events(log) if e["event"] == "action"]
+    assert [(e["mode"], e["exclude_nodes"]) for e in planned] == [("dry-run", ["n1"])]
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    assert audit.executed_count("10") == 0  # dry runs are free
+    w.s = WatchSettings(execute=True)
+    w.cycle()
+    w.cycle()
+    assert [x[0] for x in b.log] == ["requeue", "update"]
+    audit.refresh()
+    assert audit.executed_count("10") == 1
+    executed = [e for e in events(log) if e["event"] == "action" and e["mode"] == "execute"]
+    assert len(executed) == 1 and executed[0]["action_id"] == planned[0]["action_id"]

@@ -1,4 +1,6 @@
-"""`schedmate diagnose`: root cause, infrastructure vs application, recovery plan."""
+"""`schedmate diagnose`: root cause, infrastructure vs application, recovery plan; with
+`--backend slurm --job-id N --execute` the plan is carried out through Slurm (the same
+planner and audit-log ledger as `watch`, so an action is never executed twice)."""
 
 from __future__ import annotations
 
@@ -73,11 +75,49 @@ def diagnose(
     no_plan: Annotated[
         bool, typer.Option("--no-plan", help="Only diagnose; no recovery plan or audit record.")
     ] = False,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            help="Scheduler to read the job's facts from and act through: none | slurm (failure.backend).",
+        ),
+    ] = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Carry out the plan through --backend (default: dry run).")
+    ] = False,
 ) -> None:
-    """Find the first root-cause line, classify it and plan a safe recovery (dry run)."""
+    """Find the first root-cause line, classify it and plan a safe recovery (dry run unless
+    --execute with a scheduler backend)."""
     from schedmate.sdk.failures import diagnose_logs, job_context
 
     settings = settings_of(ctx)
+    over: dict[str, object] = {}
+    if backend is not None:
+        if backend not in ("none", "slurm"):
+            raise typer.BadParameter(
+                f"unknown backend {backend!r} (valid: none, slurm)", param_hint="--backend"
+            )
+        over["backend"] = backend
+    if execute:
+        over["dry_run"] = False
+    if over:
+        settings = settings.model_copy(
+            update={"failure": settings.failure.model_validate({**settings.failure.model_dump(), **over})}
+        )
+    fs = settings.failure
+    if not fs.dry_run and fs.backend == "none" and not no_plan:
+        err_console.print(
+            "[yellow]warning:[/] no scheduler backend (--backend slurm): actions are planned and audited only",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if fs.backend != "none" and not job_id and not no_plan:
+        err_console.print(
+            f"[yellow]warning:[/] --backend {fs.backend} without --job-id: the scheduler's facts are not "
+            "used and nothing can be executed",
+            highlight=False,
+            soft_wrap=True,
+        )
     job = job_context(
         job_id=job_id, user=user, nodes=nodes, job_dir=job_dir, time_limit_s=time_limit_s, mem=mem
     )
@@ -92,9 +132,11 @@ def diagnose(
         for w in dict.fromkeys(r.warnings):
             err_console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
     if not as_json and not no_plan:
-        if settings.failure.dry_run:
+        if fs.dry_run:
             console.print("[dim]dry run: recovery actions were planned and audited, not executed[/]")
-        else:
+        elif fs.backend == "none":
             console.print("[dim]no cluster backend for this command: actions planned and audited only[/]")
+        else:
+            console.print(f"[dim]executed through {fs.backend} (each action id once, see the audit log)[/]")
     if bad:
         raise typer.Exit(1)

@@ -85,6 +85,10 @@ class AuditLog:
         stamp = self._stamp()
         if stamp is not None and stamp == self._seen:
             return
+        self._reload(stamp)
+
+    def _reload(self, stamp: tuple[int, int, int] | None) -> None:
+        assert self.path is not None
         try:
             self.records = list(self._read(self.path, self.max_read_bytes))
             self.read_error = None
@@ -162,8 +166,9 @@ class AuditLog:
             self._lock(fd)
             st = os.fstat(fd)
             if (st.st_ino, st.st_size, st.st_mtime_ns) != self._seen:
-                self._seen = None
-                self.refresh()  # under the lock: what every other writer has recorded
+                self._reload(
+                    (st.st_ino, st.st_size, st.st_mtime_ns)
+                )  # under the lock: every writer's records
             if check is not None:
                 if self.read_error is not None:
                     raise InputError(f"{self.read_error}; not executed")

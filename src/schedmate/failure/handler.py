@@ -9,12 +9,14 @@ diagnosed and recovered from.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from schedmate.core.cluster import JobState, JobView
 from schedmate.core.diagnosis import FailureReport, RecoveryAction
 from schedmate.core.errors import SchedmateError
+from schedmate.core.inputs import open_regular
 from schedmate.core.settings import FailureSettings
 from schedmate.failure.classify import FailureClassifier
 from schedmate.failure.locate import FailureLocator, Located
@@ -40,6 +42,22 @@ _SCHEDULER_VERDICTS = {
         "the scheduler reports NODE_FAIL",
     ),
 }
+
+
+_TAIL_BYTES = 256 * 1024
+
+
+def _tail_lines(path: str) -> list[str]:
+    """The last lines of a log (bounded; a non-regular file or an error gives none): where a
+    limit-killed job printed its last checkpoint."""
+    try:
+        with open_regular(path, what="log") as fh:  # never blocks on a FIFO swapped in
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - _TAIL_BYTES))
+            data = fh.read(_TAIL_BYTES)
+    except (OSError, SchedmateError):
+        return []
+    return data.decode("utf-8", "replace").splitlines()[-2000:]
 
 
 class FailureHandler:
@@ -98,7 +116,7 @@ class FailureHandler:
             why = "no log path known" if read_log else "its log is not readable as the job's user"
             return FailureReport(file="", error=f"job {view.job_id}: {why}", job_id=view.job_id)
         category, kind, hint, meaning = verdict
-        checkpoint = find_checkpoint([], job.job_dir)
+        checkpoint = find_checkpoint(_tail_lines(path) if path else [], job.job_dir)
         actions: tuple[RecoveryAction, ...] = ()
         warnings: tuple[str, ...] = rep.warnings if rep is not None else ()
         if self.planner is not None:

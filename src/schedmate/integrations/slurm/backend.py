@@ -8,6 +8,7 @@ passed as one argument with its control characters removed.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -52,6 +53,18 @@ def _check_node(node: str) -> str:
     if not is_hostname(node):
         raise BackendError(f"slurm: refusing node name {node[:40]!r} (not a hostname)")
     return node
+
+
+_MEM_UNIT_MB = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def _megabytes(mem: str) -> int:
+    """'600M' / '64G' / '1T' / '4096' -> MB (rounded up): 22.05's `scontrol update
+    MinMemoryNode=` refuses a unit suffix ('Invalid MinMemoryNode value: 600M')."""
+    m = re.match(r"^(\d+)([KMGT]?)$", mem)
+    if m is None:
+        raise BackendError(f"slurm: refusing memory {mem[:20]!r} (expected e.g. 64G)")
+    return max(1, math.ceil(int(m.group(1)) * _MEM_UNIT_MB[m.group(2)]))
 
 
 def clean_text(text: str, limit: int = MAX_COMMENT_CHARS) -> str:
@@ -238,7 +251,7 @@ class SlurmBackend:
         if time_limit_s is not None:
             args.append(f"TimeLimit={format_limit(time_limit_s)}")
         if mem is not None:
-            args.append(f"MinMemoryNode={mem}")
+            args.append(f"MinMemoryNode={_megabytes(mem)}")  # scontrol update takes MB only
         if len(args) > 3:
             self.run(args)
 
