@@ -489,3 +489,87 @@ def test_import_history_from_sacct(conf: str, slurm: SlurmBackend, tmp_path: Pat
     assert rep["schema_version"] >= 1 and rep["imported"] >= 1 and rep["seen"] >= rep["imported"]
     stored = build_advisor(s).store.get(job_id)
     assert stored is not None and stored.duration_s == rows[job_id].elapsed_s
+
+
+# -- diagnose --backend slurm: dry run by default, --execute requeues once, a second run does nothing --
+def diagnose_cli(conf: str, cache: Path, log: Path, job_id: str, *flags: str) -> list[dict[str, Any]]:
+    cmd = [str(Path(sys.executable).parent / "schedmate"), "--embedder", "none", "--cache-dir", str(cache)]
+    cmd += ["diagnose", str(log), "--job-id", job_id, "--backend", "slurm", "--json", *flags]
+    env = {**os.environ, "SLURM_CONF": conf}
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert "Traceback" not in out.stderr, out.stderr[-800:]
+    assert out.returncode in (0, 1), out.stderr[-500:]
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_diagnose_execute_requeues_once_through_slurm(conf: str, slurm: SlurmBackend, tmp_path: Path) -> None:
+    part = partition(conf)
+    job_id = sbatch(conf, tmp_path / "job", part, NCCL)
+    wait_state(slurm, job_id, JobState.FAILED)
+    log, cache = tmp_path / "job" / "out.log", tmp_path / "cache"
+    (dry,) = diagnose_cli(conf, cache, log, job_id)
+    assert [(a["action"], a["status"], a["exclude_nodes"]) for a in dry["recovery"]] == [
+        ("exclude_node", "dry_run", [HOST])
+    ]
+    assert scontrol_job(conf, job_id)["Restarts"] == "0"  # the default is a dry run
+    (done,) = diagnose_cli(conf, cache, log, job_id, "--execute")
+    assert [(a["action"], a["status"]) for a in done["recovery"]] == [("exclude_node", "executed")]
+    assert done["recovery"][0]["action_id"] == dry["recovery"][0]["action_id"]
+    info = scontrol_job(conf, job_id)
+    assert info["JobState"] == "PENDING" and info["Restarts"] == "1" and info["ExcNodeList"] == HOST
+    (again,) = diagnose_cli(conf, cache, log, job_id, "--execute")
+    assert all(a["status"] != "executed" for a in again["recovery"])
+    assert [a["action"] for a in again["recovery"]] == ["notify"]  # the scheduler: pending again
+    assert scontrol_job(conf, job_id)["Restarts"] == "1"
+    # watch on the same ledger sees the execution as this job's recovery action
+    s = settings(conf, cache, part)
+    rep, _, _ = cycle(s)
+    assert mine(rep, job_id) == []
+    report = job_report(s, job_id, backend=slurm)
+    assert [(a["kind"], a["status"]) for a in report["actions"]] == [("requeue", "done")]
+
+
+def test_diagnose_unknown_job_is_one_line(conf: str, tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("RuntimeError: NCCL error\n")
+    cmd = [str(Path(sys.executable).parent / "schedmate"), "--embedder", "none", "--cache-dir", str(tmp_path)]
+    cmd += ["diagnose", str(log), "--job-id", "99999999", "--backend", "slurm", "--execute"]
+    out = subprocess.run(
+        cmd, env={**os.environ, "SLURM_CONF": conf}, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == ["error: job 99999999: unknown to the scheduler (slurm)"]
+
+
+# -- a memory-limit kill: resubmitted with more memory (MinMemoryNode on the real job) ------------------
+def test_memory_limit_kill_resubmitted_with_more_memory(
+    conf: str, slurm: SlurmBackend, tmp_path: Path
+) -> None:
+    """The test cluster enforces no memory (task/none, jobacct_gather/none, CR_Core), so Slurm
+    cannot end a job OUT_OF_MEMORY here: the job really fails, its real view (memory request
+    read from Slurm) is given the OUT_OF_MEMORY state, and the resubmission runs on real Slurm."""
+    from schedmate.sdk.failures import build_failure_handler, recover_job
+
+    part = partition(conf)
+    script = 'echo "iter 3/10: loss 1.0"\necho "Saving checkpoint to ckpt/step-3.pt"\nexit 1\n'
+    job_id = sbatch(conf, tmp_path / "job", part, script, "--mem=300M")
+    view = wait_state(slurm, job_id, JobState.FAILED)
+    assert view.mem == "300M"  # from scontrol (22.05's squeue --json leaves it out)
+    s = settings(conf, tmp_path / "cache", part, failure={"max_mem_mb": 1000})
+    handler = build_failure_handler(s, slurm)
+    oom = view.with_(state=JobState.OUT_OF_MEMORY)
+    rep = recover_job(handler, oom, dry_run=False)
+    assert [(a.action.value, a.new_mem, a.status.value) for a in rep.recovery] == [
+        ("resubmit_with_limit", "600M", "executed")
+    ]
+    assert rep.recovery[0].checkpoint == "ckpt/step-3.pt" and rep.recovery[0].exclude_nodes == ()
+    info = scontrol_job(conf, job_id)
+    assert info["JobState"] == "PENDING" and info["Restarts"] == "1" and info["MinMemoryNode"] == "600M"
+    again = recover_job(handler, oom, dry_run=False)  # the same (stale) view: never twice
+    assert [a.status.value for a in again.recovery] == ["already_done"]
+    assert scontrol_job(conf, job_id)["Restarts"] == "1"
+    # killed again at 600M: 2 x 600M is over the 1000 MB cap -> 1000M; then a human
+    second = recover_job(handler, oom.with_(restarts=1, mem="1000M"), dry_run=False)
+    assert [a.action.value for a in second.recovery] == ["notify"] and "at the cap" in second.recovery[
+        0
+    ].reason
