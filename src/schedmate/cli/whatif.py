@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, err_console, friendly_errors
+from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.errors import InputError
 from schedmate.core.types import SCHEMA_VERSION
 
@@ -33,7 +35,21 @@ def _null(v: float | None) -> float | None:
 @app.command()
 @friendly_errors
 def whatif(
-    trace: Annotated[Path, typer.Option("--trace", help="Trace file.")],
+    ctx: typer.Context,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Trace file.")] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="Predict the pending jobs of the live Slurm queue (beside squeue --start)."
+        ),
+    ] = False,
+    partition: Annotated[
+        str | None, typer.Option("--partition", help="Only this partition's pending jobs (--live).")
+    ] = None,
+    history_days: Annotated[
+        float,
+        typer.Option("--history-days", help="Finished jobs (sacct) of the last D days as history (--live)."),
+    ] = 14.0,
     fmt: Annotated[str, typer.Option("--format", help=f"Trace format: {_FORMATS}.")] = "native",
     at_hours: Annotated[
         float | None,
@@ -61,7 +77,18 @@ def whatif(
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (node placement).")] = 8,
     semantics: Annotated[str, typer.Option(help="Policy semantics (see simulate --help).")] = "default",
 ) -> None:
-    """Start-time prediction from a snapshot, or a policy x cluster-size comparison."""
+    """Start-time prediction from a snapshot (a trace cut with --at, or the live queue with
+    --live), or a policy x cluster-size comparison."""
+    if live:
+        if trace is not None:
+            raise InputError("--live and --trace: give one of them")
+        names = [p.strip() for p in policy.split(",") if p.strip()]
+        _live(ctx, partition, samples, history_days, not no_arrivals, names[0] if names else "fifo", as_json)
+        return
+    if trace is None:
+        raise InputError("give --trace FILE (a trace what-if) or --live (the Slurm queue)")
+    if partition is not None:
+        raise InputError("--partition needs --live")
     from schedmate.sdk.sim import predict_trace, simulate
 
     _finite("--at", at_hours)
@@ -128,6 +155,83 @@ def whatif(
     for name in names:
         table.add_row(name, *(f"{avg[(name, f)]:,.0f}" for f in factors))
     console.print(table)
+
+
+def _clock(t: float | None, now: float) -> str:
+    """'08:42 (+17m)' for a time today, 'Nov 25 08:42 (+1d00h)' later; '-' for none."""
+    if t is None:
+        return "-"
+    lt, ln = time.localtime(t), time.localtime(now)
+    day = "" if lt[:3] == ln[:3] else time.strftime("%b %d ", lt)
+    return f"{day}{time.strftime('%H:%M', lt)} (+{_dur(max(0.0, t - now))})"
+
+
+def _dur(s: float | None) -> str:
+    if s is None:
+        return "-"
+    m = int(round(s / 60.0))
+    if m < 60:
+        return f"{m}m"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h < 48 else f"{h // 24}d{h % 24:02d}h"
+
+
+def _live(
+    ctx: typer.Context,
+    partition: str | None,
+    samples: int,
+    history_days: float,
+    arrivals: bool,
+    policy: str,
+    as_json: bool,
+) -> None:
+    from schedmate.sdk.live import live_report
+
+    rep = live_report(
+        settings_of(ctx),
+        partition=partition,
+        samples=samples,
+        history_days=history_days,
+        arrivals=arrivals,
+        policy=policy,
+    )
+    for w in rep.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+    if not rep.predictions:
+        where = f" in partition {partition}" if partition else ""
+        err_console.print(f"no pending jobs{where}: nothing to predict", highlight=False)
+        raise typer.Exit(1)
+    if as_json:
+        for p in rep.predictions:
+            sys.stdout.write(json.dumps(p.to_json_dict(), allow_nan=False) + "\n")
+        return
+    now = rep.time
+    table = Table(
+        title=f"{rep.running} running, {len(rep.predictions)} pending ({policy}, {samples} sampled futures, "
+        f"{rep.history_jobs} finished jobs as history): predicted start p10 / p50 / p90 beside squeue --start"
+    )
+    for col in ("job", "user", "partition", "GPUs", "#", "duration", "p10", "p50", "p90", "squeue --start"):
+        table.add_column(col, justify="left" if col in ("job", "user", "partition") else "right")
+    rows = sorted(rep.predictions, key=lambda p: (p.p50_s is None, p.p50_s or 0.0, p.queue_position))
+    for p in rows[:60]:
+        dur = f"{_dur(p.duration_s)} ({p.duration_source})" if p.duration_s is not None else p.duration_source
+        cells = [
+            escape(p.job_id),
+            escape(p.user or "-"),
+            escape(p.partition or "-"),
+            str(p.gpus),
+            str(p.queue_position or "-"),
+            escape(dur),
+        ]
+        if p.note:
+            cells += ["", f"[dim]{escape(p.note)}[/]", ""]
+        else:
+            cells += [_clock(p.p10_s, now), _clock(p.p50_s, now), _clock(p.p90_s, now)]
+        cells.append(_clock(p.slurm_start_s, now) if p.slurm_start_s is not None else "N/A")
+        table.add_row(*cells)
+    console.print(table)
+    if len(rows) > 60:
+        console.print(f"[dim]... {len(rows) - 60} more (use --json)[/]")
 
 
 def _print_predictions(tp: object, as_json: bool) -> None:

@@ -64,6 +64,7 @@ class DurationSource:
     HISTORY = "history"  # drawn, per sampled future, from similar finished jobs
     TIME_LIMIT = "time_limit"  # no history at all: the time limit, as Slurm assumes
     DEFAULT = "default"  # nothing known (the simulator's 1-hour default)
+    NONE = "none"  # not simulated (see the prediction's note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,12 +310,12 @@ def live_report(
         sim_jobs.append(j.with_(partition=pool, eta_s=eta))
     for j in pending_all:
         pool = _pool_of_job(j, pool_of)
-        if j.gpus <= 0:
+        if _blocked(j.reason):
+            notes[j.job_id] = f"cannot start until {j.reason} clears"
+        elif j.gpus <= 0:
             notes[j.job_id] = "asks for no GPU: not predicted"
         elif pool is None or not capacity.get(pool):
             notes[j.job_id] = "its partition has no usable GPUs"
-        elif _blocked(j.reason):
-            notes[j.job_id] = f"cannot start until {j.reason} clears"
         elif j.gpus > capacity[pool]:
             notes[j.job_id] = f"asks for {j.gpus} GPUs, its partitions have {capacity[pool]}"
         if j.job_id in notes:
@@ -350,7 +351,7 @@ def live_report(
     out = []
     for j in mine:
         p = preds.get(j.job_id)
-        dur, source = durations.get(j.job_id, (None, DurationSource.DEFAULT))
+        dur, source = durations.get(j.job_id, (None, DurationSource.NONE))
         slurm = slurm_starts.get(j.job_id)
         note = notes.get(j.job_id)
         if p is not None and p.p50_s is None:
