@@ -175,3 +175,9 @@ def test_the_start_of_epoch_zero_is_not_progress() -> None:
     assert not run(["INFO:lib.loop:loading data", "INFO:lib.loop:Starting epoch 0"]).has_progress
     assert run(["Epoch 0 | loss 2.0"]).step == 0
     assert run(["Starting epoch 0", "Starting epoch 1"]).step == 1
+
+
+def test_lines_under_an_epoch_summary_heading_are_a_summary() -> None:
+    lines = ["[t] it:0040 loss_train: 0.21 time: 0.16s", "[t] it:0060 loss_train: 0.20 time: 0.16s"]
+    r = run([*lines, "[t] Averages for the epoch:", "loss= 0.28 acc= 0.91", "[t] done."])
+    assert (r.step, r.loss, r.step_time_s) == (60, pytest.approx(0.20), pytest.approx(0.16))

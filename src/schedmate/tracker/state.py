@@ -152,6 +152,7 @@ class Sections:
         self.in_eval = False
         self.last_pos: dict[str, float | None] = {}  # training stream -> its latest step (or epoch)
         self.fresh_seen: dict[str, int] = {}  # new line formats seen in the current section
+        self.summary_block = False  # under a `this epoch:` heading
 
     def announce(self, line_no: int, text: str) -> ProgressSample | None:
         """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
@@ -165,6 +166,9 @@ class Sections:
         if not words or len(words) > self.max_words:
             return None
         lex = lexicon()
+        if text.rstrip().endswith(":") and not any(c.isdigit() for c in text):
+            # `this epoch:` / `Averaged stats:`: the step-less lines under it summarise
+            self.summary_block = "epoch" in words or any(w in lex.summary_words for w in words)
         if any(w in lex.eval_headings for w in words[:3]) or any(
             w in low for w in lex.eval_headings if not w.isascii()
         ):
@@ -179,6 +183,10 @@ class Sections:
 
     def mark(self, s: ProgressSample) -> ProgressSample:
         """The sample as training or evaluation, given the section it is in."""
+        if s.step is not None:
+            self.summary_block = False
+        elif self.summary_block and not s.is_eval:
+            return replace(s, summary=True)
         if s.is_eval:
             return s
         key = _stream(s)
