@@ -196,3 +196,39 @@ def test_bad_signature_file_is_one_line(
     log.write_text("ValueError: x\n")
     res = runner.invoke(app, ["diagnose", str(log)])
     assert res.exit_code == 2 and "sigs.yaml" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_unknown_backend_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("RuntimeError: NCCL error\n")
+    res = runner.invoke(app, ["diagnose", str(log), "--backend", "lsf", "--execute"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "unknown backend 'lsf' (valid: none, slurm)" in res.output
+
+
+def test_execute_without_a_backend_only_plans(runner: CliRunner, tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("[rank2]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    res = runner.invoke(
+        app, ["diagnose", "--json", "--job-id", "7", "--nodes", "gpu-01", "--execute", str(log)]
+    )
+    (o,) = [json.loads(x) for x in res.stdout.splitlines()]
+    (act,) = o["recovery"]
+    assert act["status"] == "not_executable" and act["error"] == "no cluster backend"
+    assert "no scheduler backend (--backend slurm)" in res.stderr
+
+
+def test_slurm_backend_missing_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    """`--backend slurm` with the Slurm commands not installed: one line, exit 2, nothing planned."""
+    log = tmp_path / "x.log"
+    log.write_text("RuntimeError: NCCL error\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    res = runner.invoke(
+        app,
+        ["diagnose", str(log), "--job-id", "7", "--backend", "slurm"],
+        env={"SCHEDMATE_SLURM__BIN_DIR": str(empty)},
+    )
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.strip().startswith("error: ") and "squeue not found" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
