@@ -158,11 +158,11 @@ def whatif(
 
 
 def _clock(t: float | None, now: float) -> str:
-    """'08:42 (+17m)' for a time today, 'Nov 25 08:42 (+1d00h)' later; '-' for none."""
+    """'08:42 (+17m)' for a time today, '2026-11-25 08:42 (+1d00h)' on another day; '-' for none."""
     if t is None:
         return "-"
     lt, ln = time.localtime(t), time.localtime(now)
-    day = "" if lt[:3] == ln[:3] else time.strftime("%b %d ", lt)
+    day = "" if lt[:3] == ln[:3] else time.strftime("%Y-%m-%d ", lt)
     return f"{day}{time.strftime('%H:%M', lt)} (+{_dur(max(0.0, t - now))})"
 
 

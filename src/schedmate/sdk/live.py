@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -186,9 +187,9 @@ def _pool_of_job(job: JobView, pool_of: Mapping[str, str]) -> str | None:
 
 
 def _advisor_predictions(
-    settings: Settings, pending: Sequence[JobView], running: Sequence[JobView], now: float
+    settings: Settings, pending: Sequence[JobView], running: Sequence[JobView]
 ) -> tuple[dict[str, float], dict[str, float], list[str]]:
-    """p50s (pending) and ETAs (running, as of `now`) that `watch` keeps in its store, when
+    """p50s (pending) and ETAs (running, less their age) that `watch` keeps in its store, when
     the store exists; never fatal (a warning)."""
     from schedmate.sdk.watch import watch_store_path
 
@@ -198,6 +199,8 @@ def _advisor_predictions(
     if not path.exists():
         return p50, eta, []
     from schedmate.integrations.watch import WatchStore
+
+    wall = time.time()  # the store's clock (its `updated`), which a fake backend's need not be
 
     def number(v: object) -> float | None:
         return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
@@ -213,7 +216,7 @@ def _advisor_predictions(
                 rec = store.job(j.job_id) or {}
                 left, at = number(rec.get("eta_s")), number(rec.get("updated"))
                 if left is not None:
-                    eta[j.job_id] = max(left - (now - at if at is not None else 0.0), 1.0)
+                    eta[j.job_id] = max(left - (max(wall - at, 0.0) if at is not None else 0.0), 1.0)
         finally:
             store.close()
     except BackendError as exc:
@@ -286,7 +289,7 @@ def live_report(
     mine = [j for j in pending_all if partition is None or partition in (j.partition or "").split(",")]
     if not mine:
         return LiveReport(now, len(snap.running), (), len(hist), tuple(warnings))
-    p50_store, eta_store, warn = _advisor_predictions(settings, pending_all, snap.running, now)
+    p50_store, eta_store, warn = _advisor_predictions(settings, pending_all, snap.running)
     warnings += warn
 
     # what enters the simulation, and why the others do not
