@@ -9,6 +9,7 @@ import stat
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -38,7 +39,7 @@ def gpu_node(name: str = "n1", gpus: int = 4, parts: tuple[str, ...] = ("gpu",))
     return NodeView(name, NodeState.MIXED, gpus=gpus, partitions=parts)
 
 
-def running(job_id: str, gpus: int, eta: float | None, part: str = "gpu", **kw: object) -> JobView:
+def running(job_id: str, gpus: int, eta: float | None, part: str = "gpu", **kw: Any) -> JobView:
     return JobView(
         job_id,
         user="u",
@@ -48,11 +49,11 @@ def running(job_id: str, gpus: int, eta: float | None, part: str = "gpu", **kw: 
         submit_time=T - 500,
         eta_s=eta,
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
-def pending(job_id: str, gpus: int, submit: float, part: str = "gpu", **kw: object) -> JobView:
-    return JobView(job_id, user="u", partition=part, gpus=gpus, submit_time=submit, **kw)  # type: ignore[arg-type]
+def pending(job_id: str, gpus: int, submit: float, part: str = "gpu", **kw: Any) -> JobView:
+    return JobView(job_id, user="u", partition=part, gpus=gpus, submit_time=submit, **kw)
 
 
 # -- the exact case: strict FIFO, known durations, no arrivals ------------------------------------
