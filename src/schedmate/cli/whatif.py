@@ -214,7 +214,8 @@ def _live(
         table.add_column(col, justify="left" if col in ("job", "user", "partition") else "right")
     rows = sorted(rep.predictions, key=lambda p: (p.p50_s is None, p.p50_s or 0.0, p.queue_position))
     for p in rows[:60]:
-        dur = f"{_dur(p.duration_s)} ({p.duration_source})" if p.duration_s is not None else p.duration_source
+        src = p.duration_source.value
+        dur = f"{_dur(p.duration_s)} ({src})" if p.duration_s is not None else src
         cells = [
             escape(p.job_id),
             escape(p.user or "-"),

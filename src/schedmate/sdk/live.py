@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from schedmate.core.cluster import ClusterBackend, ClusterSnapshot, JobState, JobView, NodeState
@@ -55,9 +56,8 @@ _BLOCKED = (
 _COMMENT = re.compile(r"^schedmate:.*?\bpredicted (?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?[ ;(]")
 
 
-class DurationSource:
-    """Where a pending job's duration came from (a string in JSON; constants, not an enum,
-    because the value is only ever printed)."""
+class DurationSource(StrEnum):
+    """Where a pending job's duration came from."""
 
     ADVISOR = "advisor"  # watch's store: the Advisor's p50 for this job
     COMMENT = "comment"  # the Comment watch wrote into the job
@@ -81,7 +81,7 @@ class LivePrediction:
     submit_time: float | None
     time_limit_s: float | None
     duration_s: float | None  # what the simulation took; None when drawn from history
-    duration_source: str
+    duration_source: DurationSource
     p10_s: float | None
     p50_s: float | None
     p90_s: float | None
@@ -106,7 +106,7 @@ class LivePrediction:
             "submit_time": self.submit_time,
             "time_limit_s": self.time_limit_s,
             "duration_s": self.duration_s,
-            "duration_source": self.duration_source,
+            "duration_source": self.duration_source.value,
             "snapshot_time": self.time,
             "p10_start": self.p10_s,
             "p50_start": self.p50_s,
@@ -294,7 +294,7 @@ def live_report(
 
     # what enters the simulation, and why the others do not
     notes: dict[str, str] = {}
-    durations: dict[str, tuple[float | None, str]] = {}
+    durations: dict[str, tuple[float | None, DurationSource]] = {}
     sim_jobs: list[JobView] = []
     for j in snap.running:
         pool = _pool_of_job(j, pool_of)
@@ -386,7 +386,7 @@ def live_report(
 
 def _pending_duration(
     job: JobView, advisor: Mapping[str, float], have_history: bool
-) -> tuple[float | None, str]:
+) -> tuple[float | None, DurationSource]:
     limit = job.time_limit_s if job.time_limit_s and job.time_limit_s > 0 else None
 
     def capped(v: float) -> float:
