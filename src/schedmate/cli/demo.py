@@ -19,7 +19,7 @@ from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
 
 if TYPE_CHECKING:
-    from schedmate.tracker import LineClassifier
+    from schedmate.tracker import MetricTracker
 
 __all__ = ["demo", "example_logs"]
 
@@ -65,7 +65,7 @@ def demo(
             )
     clf = tracker.classifier
     console.print(f"[dim]{len(results)} logs in {dt:.2f}s; {len(clf.decisions)} line templates[/]")
-    _classifier_demo(tracker.classifier)
+    _classifier_demo(tracker)
     _failure_demo(settings)
     _advisor_demo(settings)
     _sim_demo(settings)
@@ -164,19 +164,20 @@ _UNSEEN = [
 ]
 
 
-def _classifier_demo(clf: LineClassifier) -> None:
+def _classifier_demo(tracker: MetricTracker) -> None:
     """Lines no rule covers: the embedding model places each new template once."""
-    from schedmate.tracker import rule_kind
+    from schedmate.sdk.tracking import classify_lines
 
     table = Table(title="Line classifier on phrasings no rule covers")
     table.add_column("line", overflow="fold")
     table.add_column("rules", justify="center")
     table.add_column("decided", justify="center")
-    kinds = clf.classify_batch(_UNSEEN)
-    for text, kind in zip(_UNSEEN, kinds, strict=True):
-        rk = rule_kind(text)
+    for v in classify_lines(tracker, _UNSEEN):
         table.add_row(
-            text, rk.value if rk else "-", kind.value if clf.embedder else f"{kind.value} (no model)"
+            v.text,
+            v.rules.value if v.rules else "-",
+            v.kind.value if v.by_model else f"{v.kind.value} (no model)",
         )
     console.print(table)
+    clf = tracker.classifier
     console.print(f"[dim]{clf.n_embedded} templates decided by the embedding model[/]")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
-from schedmate.core.types import TrackResult
+from schedmate.core.types import LineKind, TrackResult
 from schedmate.sdk._common import embedder_of, llm_of
 from schedmate.tracker import FieldMapper, LineClassifier, MetricTracker
 
-__all__ = ["build_tracker", "track_files", "save_tracker_state"]
+__all__ = ["build_tracker", "track_files", "save_tracker_state", "LineVerdict", "classify_lines"]
 
 
 def _templates_file(settings: Settings) -> Path:
@@ -57,3 +58,25 @@ def track_files(
             yield TrackResult(file=str(p), error=str(exc))
         except OSError as exc:
             yield TrackResult(file=str(p), error=f"{p}: {exc.strerror or exc}")
+
+
+@dataclass(frozen=True, slots=True)
+class LineVerdict:
+    """How the tracker's line classifier sees one line: the rules' verdict (None = no
+    opinion), the final kind, and whether the embedding model was there to decide."""
+
+    text: str
+    rules: LineKind | None
+    kind: LineKind
+    by_model: bool
+
+
+def classify_lines(tracker: MetricTracker, texts: Sequence[str]) -> list[LineVerdict]:
+    """Classify free-form lines with the tracker's classifier (rules, then the embedder)."""
+    from schedmate.tracker import rule_kind
+
+    clf = tracker.classifier
+    kinds = clf.classify_batch(list(texts))
+    return [
+        LineVerdict(t, rule_kind(t), k, clf.embedder is not None) for t, k in zip(texts, kinds, strict=True)
+    ]
