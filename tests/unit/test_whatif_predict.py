@@ -103,3 +103,43 @@ def test_trace_snapshot_hides_durations() -> None:
     for p in preds:
         assert p.p10_s is not None and p.p50_s is not None and p.p90_s is not None
         assert t <= p.p10_s <= p.p50_s <= p.p90_s
+
+
+def test_drawn_durations_never_exceed_the_time_limit() -> None:
+    """History says such jobs run ~5,000 s, but the scheduler ends them at their limit: the
+    running job frees its GPUs by its limit, and the pending job before the probe ends by its own."""
+    nodes = (NodeView("n0", gpus=1, partitions=("gpu",)),)
+    history = [
+        JobView(
+            f"h{i}",
+            user="u",
+            state=JobState.COMPLETED,
+            partition="gpu",
+            gpus=1,
+            submit_time=T0 - 9000 - i,
+            start_time=T0 - 9000 + i,
+            end_time=T0 - 4000 + i,
+        )
+        for i in range(20)
+    ]
+    jobs = (
+        JobView(
+            "run",
+            user="u",
+            state=JobState.RUNNING,
+            partition="gpu",
+            gpus=1,
+            start_time=T0 - 10,
+            time_limit_s=100,
+        ),
+        JobView("first", user="u", partition="gpu", gpus=1, submit_time=T0 - 5, time_limit_s=200),
+        JobView("probe", user="w", partition="gpu", gpus=1, submit_time=T0 - 1, estimate_s=10),
+    )
+    preds = {
+        p.job_id: p
+        for p in predict_starts(
+            ClusterSnapshot(T0, jobs, nodes), policy="fifo", history=history, arrivals=False, samples=8
+        )
+    }
+    assert preds["first"].p90_s is not None and preds["first"].p90_s <= T0 + 90 + 1
+    assert preds["probe"].p90_s is not None and preds["probe"].p90_s <= T0 + 90 + 200 + 1

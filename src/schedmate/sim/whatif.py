@@ -386,6 +386,8 @@ def predict_from_snapshot(
                 if j.estimate_s
                 else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, shared=shared)
             )
+            if j.time_limit_s:  # the scheduler ends it at its limit, whatever the draw says
+                dur = min(dur, j.time_limit_s)
             pend.append(
                 TraceJob(
                     j.job_id,
@@ -405,6 +407,8 @@ def predict_from_snapshot(
                 if j.eta_s is not None
                 else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, elapsed, shared=shared)
             )
+            if j.time_limit_s:
+                left = min(left, max(j.time_limit_s - elapsed, 1.0))
             run.append(
                 (
                     TraceJob(j.job_id, j.submit_time or t, elapsed + left, max(j.gpus, 1), vc, j.user or ""),
