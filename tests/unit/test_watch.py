@@ -235,9 +235,14 @@ def test_users_own_comment_is_never_overwritten(tmp_path: Path) -> None:
 def test_partition_allowlist(tmp_path: Path) -> None:
     b = cluster("n1")
     b.add_job(failed_job(tmp_path).with_(partition="other"))
-    w, _ = watcher(tmp_path, b, Caps(verdict=NCCL), partitions=["gpu"])
+    w, log = watcher(tmp_path, b, Caps(verdict=NCCL), partitions=["gpu"])
     w.cycle()
     assert b.log == []
+    # the planner decided (its facts count for corroboration); the guard refused, recorded once
+    refused = [r for r in AuditLog(tmp_path / "audit.jsonl").records if r.get("type") == "refused"]
+    assert [r["why"] for r in refused] == ["partition other is not in watch.partitions"]
+    assert not [e for e in events(log) if e["event"] == "action"]
+    assert "not acted on (partition other" in w.store.events("10")[0]["message"]
 
 
 # -- running -----------------------------------------------------------------------------------------

@@ -520,6 +520,13 @@ class Watcher:
         what = f"{rep.category} failure ({rep.kind or 'unknown'})"
         drained = {a.node for a in rep.recovery if a.action is RecoveryKind.DRAIN_NODE}
         job_steps = [a for a in rep.recovery if a.action in _JOB_STEPS]
+        if not self._allowed(job):  # diagnosed (the planner's facts); every action refused by the guard
+            self._event(
+                job,
+                "diagnosis",
+                f"{what}: not acted on (partition {job.partition} is not in watch.partitions)",
+            )
+            return rep
         for a in rep.recovery:
             if a.action_id is not None:
                 self._report_step(a)
