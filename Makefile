@@ -55,6 +55,8 @@ bench: $(TEST_STAMP)
 	$(BIN)/python bench/failures.py
 	$(BIN)/python bench/sim.py
 	$(BIN)/python bench/advisor.py
+	$(BIN)/python bench/whatif.py
+	$(BIN)/python bench/watch.py
 
 # A real single-node Slurm (slurm-wlm + munge, fake GPUs) for the integration tests; needs root.
 # Prints SLURM_CONF=...; the tests also find it at /var/lib/schedmate-ci/slurm/slurm.conf.
