@@ -87,11 +87,11 @@ class Caps(SdkCapabilities):
         v = self.verdict or NO_FAILURE
         planner = RecoveryPlanner(backend, AuditLog(tmp_path / "audit.jsonl"), s.failure)
         self._handler = FailureHandler(
-            ScriptedLocator(self.verdict is not None),
+            ScriptedLocator(self.verdict is not None),  # type: ignore[arg-type]
             ScriptedClassifier(v),  # type: ignore[arg-type]
             planner,
             s.failure,
-        )  # type: ignore[arg-type]
+        )
         return self
 
     def advise(self, job: JobView, script: str | None) -> Prediction:
@@ -167,7 +167,7 @@ def test_limit_from_prediction_bounds() -> None:
 
 def test_old_watch_recovery_keys_name_their_new_place() -> None:
     with pytest.raises(ValueError, match=r"watch.requeue_budget moved to failure.retry_budget"):
-        WatchSettings(requeue_budget=2)
+        WatchSettings.model_validate({"requeue_budget": 2})
 
 
 def test_fmt_duration() -> None:
@@ -375,7 +375,7 @@ def test_timeout_requeue_with_larger_limit_within_cap(tmp_path: Path) -> None:
 class CrashAfterApply(InMemoryClusterBackend):
     """A backend whose requeue succeeds, then the process dies before watch can mark it done."""
 
-    def requeue(self, job_id: str, **kw: Any) -> None:  # type: ignore[override]
+    def requeue(self, job_id: str, **kw: Any) -> None:
         super().requeue(job_id, **kw)
         raise SystemExit("killed")
 
