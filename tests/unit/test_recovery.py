@@ -368,3 +368,28 @@ def test_a_guard_refuses_a_drain_but_not_the_requeue(tmp_path: Path) -> None:
     assert actions[1].status is ActionStatus.NOT_EXECUTABLE and "no drains today" in (actions[1].error or "")
     assert [x[0] for x in b.log] == ["requeue"]
     assert [r["why"] for r in p.audit.records if r.get("type") == "refused"] == ["no drains today"]
+
+
+def test_a_cycle_snapshot_serves_every_decision_of_the_cycle() -> None:
+    """watch hands its cycle's snapshot to the planner: no scheduler query per failed job."""
+
+    class Counting(InMemoryClusterBackend):
+        calls = 0
+
+        def snapshot(self) -> ClusterSnapshot:
+            Counting.calls += 1
+            return super().snapshot()
+
+    b = Counting.with_nodes(["n1", "n2"])
+    for i in range(3):
+        b.add_job(JobView(f"s{i}", user="ann", state=JobState.FAILED, nodes=("n1",)))
+    p = planner(b)
+    p.new_cycle(b.snapshot())
+    calls = Counting.calls
+    for i in range(3):
+        (a,) = p.plan(ctx(b, f"s{i}"), ECC)
+        assert a.exclude_nodes == ("n1",)
+    assert Counting.calls == calls
+    p2 = planner(b)  # no cycle (one `diagnose` run): the backend is asked
+    p2.plan(ctx(b, "s0"), ECC)
+    assert Counting.calls == calls + 1

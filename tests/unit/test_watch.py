@@ -85,7 +85,7 @@ class Caps(SdkCapabilities):
         )
         super().__init__(s, backend)
         v = self.verdict or NO_FAILURE
-        planner = RecoveryPlanner(backend, AuditLog(tmp_path / "audit.jsonl"), s.failure)
+        planner = RecoveryPlanner(backend, self._audit(), s.failure)  # the ledger watch reads too
         self._handler = FailureHandler(
             ScriptedLocator(self.verdict is not None),  # type: ignore[arg-type]
             ScriptedClassifier(v),  # type: ignore[arg-type]
@@ -490,3 +490,21 @@ def test_dry_run_then_execute_through_the_one_ledger(tmp_path: Path) -> None:
     assert audit.executed_count("10") == 1
     executed = [e for e in events(log) if e["event"] == "action" and e["mode"] == "execute"]
     assert len(executed) == 1 and executed[0]["action_id"] == planned[0]["action_id"]
+
+
+def test_watch_starts_without_building_the_failure_handler(tmp_path: Path) -> None:
+    """The recovery ledger is read at start (unfinished actions); the Failure Handler, and any
+    model it loads, is built only when a job has failed."""
+    b = cluster("n1")
+    b.add_job(JobView("5", user=ME, state=JobState.PENDING, partition="gpu"))
+    caps = SdkCapabilities(
+        load_settings(overrides={"cache_dir": str(tmp_path), "embedder": {"backend": "none"}}, environ={}), b
+    )
+    caps.advise = lambda job, script: Prediction(None, None)  # type: ignore[method-assign]
+    w = Watcher(b, caps, WatchStore(tmp_path / "watch.db"), WatchSettings(execute=True), log=io.StringIO())
+    w.cycle()
+    assert caps._handler is None
+    b.add_job(failed_job(tmp_path, "6"))
+    w.cycle()
+    assert caps._handler is not None and caps._handler.planner is not None
+    assert caps._handler.planner.audit is caps._audit()  # one ledger object for watch and planner

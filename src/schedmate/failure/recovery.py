@@ -42,6 +42,7 @@ from schedmate.core.cluster import (
     Action,
     ActionKind,
     ClusterBackend,
+    ClusterSnapshot,
     InMemoryClusterBackend,
     JobState,
     JobView,
@@ -151,10 +152,14 @@ class RecoveryPlanner:
         self.audit = audit
         self.settings = settings or FailureSettings()
         self._drains = 0
+        self._snapshot: ClusterSnapshot | None = None
 
-    def new_cycle(self) -> None:
-        """Start a new cycle (the live agent calls this once per poll): drain quota resets."""
+    def new_cycle(self, snapshot: ClusterSnapshot | None = None) -> None:
+        """Start a new cycle (the live agent calls this once per poll): the drain quota resets,
+        and the cycle's `snapshot` (the caller's, taken this cycle) is the node facts of every
+        decision in it instead of one scheduler query per failed job."""
         self._drains = 0
+        self._snapshot = snapshot
 
     # -- entry point ----------------------------------------------------------------------
     def recover(
@@ -198,6 +203,9 @@ class RecoveryPlanner:
     def _cluster_nodes(self, warnings: list[str]) -> tuple[dict[str, NodeView], frozenset[str] | None]:
         if self.backend is None:
             return {}, None
+        if self._snapshot is not None:
+            nodes = {n.name: n for n in self._snapshot.nodes}
+            return nodes, (frozenset(nodes) if nodes else None)
         try:
             snap = self.backend.snapshot()
         except BackendError as exc:

@@ -65,10 +65,11 @@ def build_failure_handler(
     backend: ClusterBackend | None = None,
     *,
     plan: bool = True,
+    audit: AuditLog | None = None,
 ) -> FailureHandler:
     """A FailureHandler: tracker's line classifier for the search, the signature KB, the
     embedder and LLM for uncertain cases, and a recovery planner over `backend` (None: plans
-    are made and audited, nothing can be executed)."""
+    are made and audited, nothing can be executed). `audit`: an open ledger to share (watch's)."""
     fs = settings.failure
     kb = KnowledgeBase.load(fs.signatures_file or None)
     embedder = embedder_of(settings)
@@ -76,7 +77,9 @@ def build_failure_handler(
     classifier = FailureClassifier(kb, embedder, llm_of(settings), llm_below=fs.llm_below)
     planner = None
     if plan:
-        planner = RecoveryPlanner(backend, AuditLog(audit_log_path(settings)), fs)
+        planner = RecoveryPlanner(
+            backend, audit if audit is not None else AuditLog(audit_log_path(settings)), fs
+        )
     return FailureHandler(locator, classifier, planner, fs)
 
 

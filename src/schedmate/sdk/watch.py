@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from schedmate.core.cluster import ClusterBackend, JobState, JobView
+from schedmate.core.cluster import ClusterBackend, ClusterSnapshot, JobState, JobView
 from schedmate.core.diagnosis import FailureReport
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings
@@ -46,6 +46,8 @@ class SdkCapabilities:
         self.backend = backend
         self._tracker: MetricTracker | None = None
         self._handler: FailureHandler | None = None
+        self._audit_log: AuditLog | None = None
+        self._cycle: ClusterSnapshot | None = None
         self._advisor: Advisor | None = None
 
     @property
@@ -61,7 +63,9 @@ class SdkCapabilities:
         if self._handler is None:
             from schedmate.sdk.failures import build_failure_handler
 
-            self._handler = build_failure_handler(self.settings, self.backend)
+            self._handler = build_failure_handler(self.settings, self.backend, audit=self._audit())
+            if self._handler.planner is not None and self._cycle is not None:
+                self._handler.planner.new_cycle(self._cycle)
         return self._handler
 
     @property
@@ -105,15 +109,20 @@ class SdkCapabilities:
         return recover_job(self.handler, job, log=log, read_log=log is not None, guard=guard, dry_run=dry_run)
 
     def _audit(self) -> AuditLog:
-        planner = self.handler.planner
-        assert planner is not None  # built with plan=True
-        return planner.audit
+        """The recovery ledger, opened without building the Failure Handler (no model is loaded
+        until a job fails)."""
+        if self._audit_log is None:
+            from schedmate.failure import AuditLog
+            from schedmate.sdk.failures import audit_log_path
 
-    def new_recovery_cycle(self) -> None:
-        planner = self.handler.planner
-        if planner is not None:
-            planner.new_cycle()
-            planner.audit.refresh()
+            self._audit_log = AuditLog(audit_log_path(self.settings))
+        return self._audit_log
+
+    def new_recovery_cycle(self, snapshot: ClusterSnapshot) -> None:
+        self._cycle = snapshot
+        self._audit().refresh()
+        if self._handler is not None and self._handler.planner is not None:
+            self._handler.planner.new_cycle(snapshot)
 
     def recovery_budget(self, job_id: str) -> tuple[int, int]:
         return self._audit().executed_count(job_id), self.settings.failure.retry_budget

@@ -70,8 +70,9 @@ class Capabilities(Protocol):
         the Failure Handler's planner, executing what `guard` lets through unless `dry_run`."""
         ...
 
-    def new_recovery_cycle(self) -> None:
-        """A new cycle for the planner (its per-cycle drain quota)."""
+    def new_recovery_cycle(self, snapshot: ClusterSnapshot) -> None:
+        """A new cycle for the planner: its per-cycle drain quota; this cycle's snapshot as its
+        node facts."""
         ...
 
     def recovery_budget(self, job_id: str) -> tuple[int, int]:
@@ -176,7 +177,7 @@ class Watcher:
         t0 = time.perf_counter()
         self._report = rep = CycleReport()
         snap = self.backend.snapshot()
-        self.caps.new_recovery_cycle()
+        self.caps.new_recovery_cycle(snap)
         rep.jobs = len(snap.jobs)
         done: list[tuple[JobView, str | None]] = []
         for job in snap.jobs:
