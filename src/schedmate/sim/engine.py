@@ -38,7 +38,7 @@ from schedmate.sim.placement import (
     check_placement,
     uniform_nodes,
 )
-from schedmate.sim.policies import SchedulingPolicy, TimeVaryingKey
+from schedmate.sim.policies import BoundedKey, SchedulingPolicy, TimeVaryingKey
 from schedmate.sim.rounds import RoundMixin
 from schedmate.sim.semantics import Semantics
 from schedmate.sim.state import Event, JobState, SimResult, VCState
@@ -110,6 +110,9 @@ class Simulator(RoundMixin):
         self.evict_cache = preemptive and (
             not varying or (self.key_events and bool(getattr(policy, "keys_rise_only_at_events", False)))
         )
+        # the heads round finds the running jobs worse than a head from a heap of key bounds
+        # (rounds.py: _worse) instead of computing every running job's key
+        self.bounded = preemptive and not self.quota and isinstance(policy, BoundedKey)
         self._rng = random.Random(
             seed + 1 + (failures.seed if failures else 0)
         )  # packing draws and failures, apart from the jobs' noise
@@ -313,6 +316,7 @@ class Simulator(RoundMixin):
             if change is not None and change < end:
                 heapq.heappush(events, (change, _KEY, st.idx, st.idx, st.version))
                 st.jump_at = change - 2e-6  # the jump itself (the event is a hair after it)
+                heapq.heappush(self.vcs[st.vc].jumps, (st.jump_at, st.idx, st.version))
             else:
                 st.jump_at = math.inf
         if self._infra_rate:
@@ -348,6 +352,8 @@ class Simulator(RoundMixin):
         st.start_seq = self._start_seq
         if st.first_start < 0:
             st.first_start = now
+        if self.bounded:
+            self._add_bound(vc, st, now)
         if host >= 0:
             self._pair(vc, st, self.jobs[host], now, events)
             return

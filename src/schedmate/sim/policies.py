@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from schedmate.sim.semantics import Semantics
     from schedmate.sim.state import JobState
 
-__all__ = ["SchedulingPolicy", "TimeVaryingKey", "POLICIES", "make_policy"]
+__all__ = ["SchedulingPolicy", "TimeVaryingKey", "BoundedKey", "POLICIES", "make_policy"]
+
+# slack on a key bound: a job's progress is re-based (`remaining`, `run_start`) when its rate
+# changes, which can move its key by a few ulps either way; GPU-seconds, far below any real gap
+_BOUND_REL, _BOUND_ABS = 1e-9, 1e-3
 
 
 class SchedulingPolicy(Protocol):
@@ -42,6 +46,18 @@ class TimeVaryingKey(Protocol):
         """When the running job's key next changes other than continuously, or None.
         A policy whose running keys never rise except at these times may say so with a
         `keys_rise_only_at_events = True` attribute (the engine then caches "nothing to evict")."""
+        ...
+
+
+@runtime_checkable
+class BoundedKey(Protocol):
+    """A preemptive policy that can bound a running job's future keys. The engine then finds
+    the running jobs worse than a head without computing every running job's key: it keeps
+    them in a heap by bound and looks only at those whose bound is above the head."""
+
+    def key_bound(self, job: JobState, now: float, key: tuple[float, ...]) -> tuple[float, ...]:
+        """A tuple >= `self.key(job, t)` for every t >= now while the job keeps running
+        (whatever its rate), given `key == self.key(job, now)`; jumps up included."""
         ...
 
 
@@ -194,6 +210,22 @@ class SemanticPolicy:
             if remaining < 0.0:
                 remaining = 0.0
         return (remaining * job.gpus, job.submit)
+
+    def key_bound(self, job: JobState, now: float, key: tuple[float, ...]) -> tuple[float, ...]:
+        """Both branches of `key` fall while the job runs; the only rise is at the warm-up's end,
+        to at most the tracker's ETA of the work after the warm-up (so near the warm-up's end,
+        where a re-based `ran` may fall either side, the larger of the two branches there)."""
+        b = key[0]
+        ran = job.duration - job.remaining + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
+        w = self.warmup_s
+        f = 1.0 + self.eta_error * job.noise
+        if f <= 0.0:  # (a noise below -1 / eta_error) the ETA's keys are <= 0 and rise to 0
+            b = max(b, 0.0)
+        if ran < w + _BOUND_ABS:
+            b = max(b, (max(job.duration - w, 0.0) * f) * job.gpus)
+            if ran >= w - _BOUND_ABS:
+                b = max(b, max(job.estimate - (w - _BOUND_ABS), 0.0) * job.gpus)
+        return (b + abs(b) * _BOUND_REL + _BOUND_ABS, *key[1:])
 
     def can_pack(self, job: JobState, host: JobState, slowdowns: tuple[float, float]) -> bool:
         return not host.no_pack and max(slowdowns) <= self.cancel_slowdown

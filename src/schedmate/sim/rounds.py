@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left, insort
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from schedmate.sim.placement import Alloc, NodePlacement
-from schedmate.sim.policies import SchedulingPolicy
-from schedmate.sim.state import Event, JobState, VCState
+from schedmate.sim.policies import BoundedKey, SchedulingPolicy
+from schedmate.sim.state import Bound, Event, JobState, VCState
 
 __all__ = ["RoundMixin"]
 
@@ -27,6 +28,7 @@ class RoundMixin:
     quota: bool
     interval: float
     evict_cache: bool
+    bounded: bool
     stranded_gpu_s: float
 
     if TYPE_CHECKING:
@@ -62,17 +64,74 @@ class RoundMixin:
         better, so they can only evict from this set), worst (largest key) first. Only those are
         sorted: a full sort of every running job per round was the hottest path. A packed pair is
         one entry (its partner's key is checked when it is chosen)."""
-        key = self.policy.key
-        jobs = self.jobs
-        if not self.packing:
-            out = [(k, i) for i in vc.running if (k := key(jobs[i], now)) > floor]
+        if self.bounded:
+            out = self._worse(vc, now, floor, 0)
         else:
-            out = [
-                (k, i)
-                for i in vc.running
-                if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor
-            ]
+            key = self.policy.key
+            jobs = self.jobs
+            if not self.packing:
+                out = [(k, i) for i in vc.running if (k := key(jobs[i], now)) > floor]
+            else:
+                out = [
+                    (k, i)
+                    for i in vc.running
+                    if (jobs[i].partner < 0 or i < jobs[i].partner) and (k := key(jobs[i], now)) > floor
+                ]
         out.sort(reverse=True)
+        return out
+
+    # -- running jobs by key bound (BoundedKey policies) ------------------------------------------
+    def _add_bound(self, vc: VCState, st: JobState, now: float) -> None:
+        """A started job enters its VC's list of bounds (stale entries are dropped when they
+        outnumber the running jobs)."""
+        bounds = vc.bounds
+        if len(bounds) > 2 * len(vc.running) + 64:
+            jobs, running = self.jobs, vc.running
+            bounds[:] = [e for e in bounds if e[1] in running and jobs[e[1]].start_seq == e[2]]
+        policy: BoundedKey = self.policy  # type: ignore[assignment]
+        b = policy.key_bound(st, now, self.policy.key(st, now))
+        insort(bounds, (tuple([-x for x in b]), st.idx, st.start_seq))
+
+    def _worse(
+        self, vc: VCState, now: float, floor: tuple[float, ...], need: int
+    ) -> list[tuple[tuple[float, ...], int]]:
+        """The running jobs with a key strictly above `floor` (a packed pair once, by its lower
+        index), in no particular order; with `need` > 0, stop once they hold `need` GPUs. The
+        same set as computing every running job's key, but only the jobs whose bound is above
+        `floor` (a prefix of the sorted bounds) are looked at; those found not worse get a
+        bound refreshed to now (tighter), stale entries leave."""
+        bounds = vc.bounds
+        end = bisect_left(bounds, (tuple([-x for x in floor]),))
+        if not end:
+            return []
+        jobs, running, key = self.jobs, vc.running, self.policy.key
+        packing = self.packing
+        out: list[tuple[tuple[float, ...], int]] = []
+        keep: list[Bound] = []
+        moved: list[tuple[JobState, tuple[float, ...], Bound]] = []
+        for n in range(end):
+            e = bounds[n]
+            i = e[1]
+            st = jobs[i]
+            if i not in running or st.start_seq != e[2]:
+                continue  # stale: preempted or finished since
+            k = key(st, now)
+            if not k > floor:
+                moved.append((st, k, e))
+                continue
+            keep.append(e)
+            if not packing or st.partner < 0 or i < st.partner:
+                out.append((k, i))
+                if need:
+                    need -= st.gpus
+                    if need <= 0:
+                        keep.extend(bounds[n + 1 : end])
+                        break
+        bounds[:end] = keep
+        if moved:
+            policy: BoundedKey = self.policy  # type: ignore[assignment]
+            for st, k, e in moved:
+                insort(bounds, (tuple([-x for x in policy.key_bound(st, now, k)]), e[1], e[2]))
         return out
 
     def _limit(self, vc: VCState) -> int:
@@ -126,6 +185,8 @@ class RoundMixin:
             return True
         if not policy.preemptive:
             return False
+        if self.bounded:
+            return sum(self.jobs[i].gpus for _, i in self._worse(vc, now, head[0], need)) >= need
         key, jobs, floor = policy.key, self.jobs, head[0]
         for i in vc.running:
             if key(jobs[i], now) > floor:
@@ -237,7 +298,10 @@ class RoundMixin:
                     continue
                 if pool_ver == vc.ver:  # (a pool from before a backfill in this round misses that job)
                     jobs = self.jobs
-                    until = min((jobs[i].jump_at for i in vc.running), default=math.inf)
+                    jumps = vc.jumps  # the earliest jump_at of a running job
+                    while jumps and jobs[jumps[0][1]].version != jumps[0][2]:
+                        heapq.heappop(jumps)
+                    until = jumps[0][0] if jumps else math.inf
                     vc.no_evict = (vc.ver, head, until)
             room = vc.free if nodes is None else nodes.limit()
             if not policy.backfill or room == 0:

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from schedmate.sim.interference import DEFAULT_CLASS
 from schedmate.sim.placement import Alloc, NodePlacement
 
-__all__ = ["Event", "JobState", "SimResult", "VCState"]
+__all__ = ["Bound", "Event", "JobState", "SimResult", "VCState"]
 
 Event = tuple[float, int, int, int, int]  # time, kind, tie-break (a VC for rounds), job, version
+# a running job's key bound, negated (a min-heap is a max-heap of bounds), its index, its start_seq
+Bound = tuple[tuple[float, ...], int, int]
 
 
 @dataclass(slots=True)
@@ -74,6 +76,11 @@ class VCState:
     # (ver, head, until): no set of worse running jobs lets this head start, while the running
     # set is unchanged (ver) and until the first announced key jump of a running job
     no_evict: tuple[int, tuple[tuple[float, ...], int, int], float] | None = None
+    # running jobs by an upper bound of their key (BoundedKey policies; stale entries: jobs
+    # since preempted or finished, or sunk); a heap, so the worse jobs are found from the top
+    bounds: list[Bound] = field(default_factory=list)
+    # (jump_at, job, version) of running jobs with an announced key jump (stale: version moved)
+    jumps: list[tuple[float, int, int]] = field(default_factory=list)
 
     @property
     def max_job(self) -> int:
