@@ -61,6 +61,8 @@ class Lexicon:
     eval_headings: frozenset[str]
     summary_words: tuple[str, ...]
     train_words: frozenset[str]
+    error_metrics: frozenset[str]
+    training_set_words: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -75,6 +77,8 @@ def lexicon() -> Lexicon:
         eval_headings=frozenset(raw["eval_headings"]),
         summary_words=tuple(raw["summary_words"]),
         train_words=frozenset(raw["train_words"]),
+        error_metrics=frozenset(raw["error_metrics"]),
+        training_set_words=frozenset(raw["training_set_words"]),
     )
 
 
@@ -135,7 +139,20 @@ def field_for_key(key: str) -> tuple[str, int] | None:
             rank = table.get(leaf)
             if rank is not None and name in ("loss", "step", "lr", "epoch"):
                 return name, rank + 2
-    return _loss_role(key_words(key))
+    words = key_words(key)
+    return _loss_role(words) or _set_metric_role(words)
+
+
+def _set_metric_role(words: list[str]) -> tuple[str, int] | None:
+    """An error metric on the training set (`train-rmse`, `training's l2`) is the training loss."""
+    lex = lexicon()
+    if len(words) < 2 or words[-1] not in lex.error_metrics:
+        return None
+    named = words[:-1]
+    neutral = lex.training_set_words | lex.loss_heads | lex.total_loss_modifiers
+    if any(w in lex.training_set_words for w in named) and all(w in neutral for w in named):
+        return "loss", 5
+    return None
 
 
 THROUGHPUT_WORDS = re.compile(

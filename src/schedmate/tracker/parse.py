@@ -71,6 +71,9 @@ _RATE = re.compile(
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
 _EPOCH_BRACKET = re.compile(r"\bepoch\s*\[(?P<e>\d+)(?:/(?P<te>\d+))?\]\s*\[(?P<n>\d+)/(?P<d>\d+)\]", re.I)
+# `[N]` then a space, or `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
+_LEADING_COUNTER = re.compile(r"^\s*(?:\[(?P<n>\d+)\]\s|(?P<m>\d+):\t)")
+_POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
@@ -439,6 +442,8 @@ def parse_line(text: str) -> Candidates:
             _apply_rate(c, val, r["u"], 1)
             c.n_metrics += 1
         spans.append((r.start(), r.end()))
+    if "'s " in body:
+        body = _POSSESSIVE.sub("_", body)  # `training's rmse: x` is the key `training_rmse`
     rest = _parse_kvs(c, _blank(body, spans))
     c.rest = rest
     if not c.is_bar and EVAL_WORDS.search(rest):
@@ -457,6 +462,10 @@ def parse_line(text: str) -> Candidates:
             for f in fracs:
                 if float(f["n"]) == step and float(f["d"]) >= step:
                     c.put("total_steps", 4, float(f["d"]))
+    if "step" not in c.values and "epoch" not in c.values and "loss" in c.values:
+        lead = _LEADING_COUNTER.match(rest)
+        if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
+            c.put("step", 6, float(lead["n"] or lead["m"]))
     if c.eval_metric and "loss" not in c.values:
         c.is_eval = True
     _finish(c, body)

@@ -1,0 +1,66 @@
+"""Line classes met on logs the team had not seen (issue 10, second pass).
+
+Every case is a variant written here: other keys, spacing, separators and orders than any
+log of the data sets."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedmate.tracker import MetricTracker
+from schedmate.tracker.classify import is_training_progress
+from schedmate.tracker.parse import parse_line
+
+
+def vals(line: str) -> dict[str, float]:
+    return {k: v[1] for k, v in parse_line(line).values.items()}
+
+
+# --- a round counter at line start, then metrics named by their data set -------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "loss"),
+    [
+        ("[12]\ttrain-mae:0.4521\tvalid-mae:0.5012", 12, 0.4521),
+        ("[40]  training's l2: 0.31   valid_1's l2: 0.35", 40, 0.31),
+        ("[7] trn-logloss:0.693 holdout-logloss:0.70", 7, 0.693),
+        ("[300]\tvalid-rmse:0.9\ttrain-rmse:0.8", 300, 0.8),  # order does not matter
+        ("7:\tlearn: 3.2100000\ttest: 3.5\ttotal: 2.1s\tremaining: 8.3s", 7, 3.21),
+        ("120:\tlearn: 0.912\ttotal: 45ms\tremaining: 1.2s", 120, 0.912),
+    ],
+)
+def test_round_counter_and_training_set_metric(line: str, step: int, loss: float) -> None:
+    v = vals(line)
+    assert (v.get("step"), v.get("loss")) == (step, loss)
+    assert "step_time" not in v  # a cumulative `total` and an ETA are not a step time
+    assert is_training_progress(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[5] validation_0-logloss:0.61",  # only an evaluation set: no training loss
+        "0: loss_scale : dynamic",  # a launcher's rank prefix is not a round counter
+        "12:30 learn rate 0.1",
+    ],
+)
+def test_not_a_round_counter(line: str) -> None:
+    v = vals(line)
+    assert "loss" not in v or "step" not in v
+
+
+def test_a_rank_prefix_is_not_a_step() -> None:
+    assert vals("0: loss 2.5 lr 0.1").get("step") is None
+
+
+def test_a_training_set_accuracy_is_not_a_loss() -> None:
+    assert "loss" not in vals("[3] train-acc:0.91 valid-acc:0.88")
+
+
+def test_boosting_rounds_tracked_end_to_end() -> None:
+    lines = [
+        f"[{i}]\ttrain-rmse:{1.0 / (i + 1):.4f}\teval-rmse:{1.2 / (i + 1):.4f}" for i in range(0, 60, 10)
+    ]
+    r = MetricTracker().track_lines(lines)
+    assert (r.has_progress, r.step, r.loss) == (True, 50, pytest.approx(1.0 / 51, abs=1e-4))
