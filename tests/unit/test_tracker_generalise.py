@@ -64,3 +64,15 @@ def test_boosting_rounds_tracked_end_to_end() -> None:
     ]
     r = MetricTracker().track_lines(lines)
     assert (r.has_progress, r.step, r.loss) == (True, 50, pytest.approx(1.0 / 51, abs=1e-4))
+
+
+# --- a bookkeeping counter line of another stream right after the richer line ---------------
+
+
+def test_a_later_bookkeeping_line_does_not_hide_the_richer_record() -> None:
+    lines = []
+    for i in range(1, 6):
+        lines.append(f" upd {i:>5} / 800 | ms per upd: 950.{i} | train nll: {3.0 - i / 10:.2f} |")
+        lines.append(f"[engine] at_step={i + 1}, skipped=0, lr=[0.0001, 0.0001]")
+    r = MetricTracker().track_lines(lines)
+    assert (r.step, r.total_steps, r.loss) == (5, 800, pytest.approx(2.5))

@@ -448,10 +448,14 @@ def _record(
     newer = None
     anchor_bar = any(bar for s, bar in train if s is anchor)
     seen_anchor = False
+    # the anchor may be a richer line of another stream just before the latest counter line
+    moved = next((s for s, _ in reversed(train) if s.step is not None), None) is not anchor
     for s, bar in reversed(train):
         if newer is not None and eval_between(s, newer):
             break
         if s.step is not None and s.step != anchor.step and not bar:
+            if moved and not seen_anchor:
+                continue  # that later bookkeeping line (`step=35, lr=[...]`) is not the record
             break
         if seen_anchor and not anchor_bar and s.step is None and not bar:
             break  # step-less lines before a metrics line belong to the previous record
