@@ -76,3 +76,58 @@ def test_a_later_bookkeeping_line_does_not_hide_the_richer_record() -> None:
         lines.append(f"[engine] at_step={i + 1}, skipped=0, lr=[0.0001, 0.0001]")
     r = MetricTracker().track_lines(lines)
     assert (r.step, r.total_steps, r.loss) == (5, 800, pytest.approx(2.5))
+
+
+# --- a global counter spelled as accumulated iterations -------------------------------------
+
+
+def test_accumulated_iteration_is_the_global_step() -> None:
+    v = vals("Ep 2/5 [ 40/100 ]  loss: 1.5 (1.7)  accum_iter 440  batch time: 0.3(0.31)")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (440, 1.5, 0.3)
+
+
+# --- `|`-separated segments labelled train / eval --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Train: nll = 0.81, acc = 0.7 | Test: nll = 0.95, acc = 0.66",
+        "Test: nll = 0.95, acc = 0.66 | Train: nll = 0.81, acc = 0.7",  # evaluation first
+        "training: loss 0.81 | validation set: loss 0.95 | lr: 0.01",
+    ],
+)
+def test_an_evaluation_segment_does_not_make_the_line_evaluation(line: str) -> None:
+    c = parse_line(line)
+    assert not c.is_eval and c.values["loss"][1] == 0.81
+    assert is_training_progress(line)
+
+
+def test_a_line_of_evaluation_segments_only_stays_evaluation() -> None:
+    assert parse_line("Val: loss = 0.9, acc = 0.5 | Test: loss = 1.0, acc = 0.4").is_eval
+
+
+@pytest.mark.parametrize(
+    ("line", "step_time", "throughput"),
+    [
+        ("loss = 0.5 | time: 12.5 (samples/sec)", None, 12.5),
+        ("loss = 0.5 | speed: 4.0 (it/s)", 0.25, None),
+        ("loss = 0.5 | rate 40 (graphs/s)", None, 40.0),
+    ],
+)
+def test_a_rate_unit_in_parentheses_is_a_rate(
+    line: str, step_time: float | None, throughput: float | None
+) -> None:
+    c = parse_line(line)
+    assert c.get("step_time") == step_time
+    assert (c.throughput[0] if c.throughput else None) == throughput
+
+
+# --- a finished Keras-style progbar that states only the epoch's duration ------------------
+
+
+def test_finished_progbar_duration_over_its_steps_is_the_step_time() -> None:
+    v = vals("400/400 [==============================] - 100s - loss: 0.25 - val_loss: 0.3")
+    assert v["step_time"] == pytest.approx(0.25)
+    assert vals("400/400 [=====] - 100s 250ms/step - loss: 0.25")["step_time"] == pytest.approx(0.25)
+    assert "step_time" not in vals("120/400 [=====>.....] - ETA: 50s - loss: 0.3")

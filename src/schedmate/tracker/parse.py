@@ -74,6 +74,14 @@ _EPOCH_BRACKET = re.compile(r"\bepoch\s*\[(?P<e>\d+)(?:/(?P<te>\d+))?\]\s*\[(?P<
 # `[N]` then a space, or `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
 _LEADING_COUNTER = re.compile(r"^\s*(?:\[(?P<n>\d+)\]\s|(?P<m>\d+):\t)")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
+# `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
+_SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*:")
+# `16.8 (graph/s)`: a value with its rate unit in parentheses
+_PAREN_RATE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*\((?P<u>[A-Za-z]+/(?:s|sec))\)")
+# a finished Keras-style progbar stating only the epoch's duration: `300/300 [====] - 45s - loss`
+_PROGBAR_DONE = re.compile(
+    r"^\s*(?P<n>\d+)/(?P=n) \[[=>.]+\] - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
+)
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
@@ -372,6 +380,29 @@ def _parse_kvs(c: Candidates, text: str) -> str:
     return _blank(text, spans)
 
 
+def _drop_eval_segments(c: Candidates, body: str) -> str:
+    """Blank `|`-separated segments labelled by an evaluation word, when others remain."""
+    segs = body.split("|")
+    ev = set()
+    for i, seg in enumerate(segs):
+        m = _SEGMENT_LABEL.match(seg)
+        if m is not None and is_eval_key(normalise_key(m[1])) and _HAS_NUMBER.search(seg):
+            ev.add(i)
+    if not ev or len(ev) == len(segs):
+        return body
+    c.n_eval_keys += len(ev)
+    return "|".join(" " * len(seg) if i in ev else seg for i, seg in enumerate(segs))
+
+
+def _paren_rate(c: Candidates, m: re.Match[str]) -> str:
+    val = _to_float(m["v"])
+    if val is not None:
+        _apply_rate(c, val, m["u"], 1)
+        if c.throughput is None and m["u"].lower() not in RATE_UNITS:
+            c.throughput = (val, m["u"])
+    return " " * len(m[0])
+
+
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     if not spans:
         return text
@@ -442,6 +473,10 @@ def parse_line(text: str) -> Candidates:
             _apply_rate(c, val, r["u"], 1)
             c.n_metrics += 1
         spans.append((r.start(), r.end()))
+    if "|" in body:
+        body = _drop_eval_segments(c, body)
+    if "(" in body and "/" in body:
+        body = _PAREN_RATE.sub(lambda m: _paren_rate(c, m), body)
     if "'s " in body:
         body = _POSSESSIVE.sub("_", body)  # `training's rmse: x` is the key `training_rmse`
     rest = _parse_kvs(c, _blank(body, spans))
@@ -501,6 +536,8 @@ def _finish(c: Candidates, body: str) -> None:
         c.put("step", 6, epoch)
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
+    if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
+        c.put("step_time", 8, _seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0))
     if "step_time" not in v and "step" in v and not c.outer_counter:
         bare = _BARE_DURATION.search(c.rest)
         if bare is not None:  # `step 9 | loss 2.0 | 0.25s`: a lone duration field beside the counter
