@@ -131,3 +131,48 @@ def test_finished_progbar_duration_over_its_steps_is_the_step_time() -> None:
     assert v["step_time"] == pytest.approx(0.25)
     assert vals("400/400 [=====] - 100s 250ms/step - loss: 0.25")["step_time"] == pytest.approx(0.25)
     assert "step_time" not in vals("120/400 [=====>.....] - ETA: 50s - loss: 0.3")
+
+
+# --- tables: multi-word column names, clock durations, an epoch column as the counter -------
+
+
+def test_table_with_multi_word_column_names() -> None:
+    lines = [
+        "  Round     Training Loss    Time Left ",
+        "      1           2.5000        10.1s",
+        "      2           2.2500         9.8s",
+    ]
+    r = MetricTracker().track_lines(lines)
+    assert (r.has_progress, r.step, r.loss) == (True, 2, 2.25)
+
+
+def test_table_with_an_epoch_column_and_clock_durations() -> None:
+    lines = [
+        "ep\ttrn_loss\tvalid_loss\tf1\twall",
+        "0\t0.9100\t0.9500\t0.41\t01:02",
+        "1\t0.7300\t0.8800\t0.52\t01:01",
+    ]
+    r = MetricTracker().track_lines(lines)
+    assert (r.has_progress, r.step, r.loss, r.step_time_s) == (True, 1, 0.73, None)
+
+
+# --- loss names: components named before the loss noun, compound metric names -------------
+
+
+@pytest.mark.parametrize(
+    ("key", "role"),
+    [
+        ("mean value loss", "loss_component"),
+        ("policy_loss", "loss_component"),
+        ("critic loss", "loss_component"),
+        ("loss value", "loss"),
+        ("training multi_logloss", "loss"),
+        ("train-rmsle", "loss"),
+        ("valid_0 binary_logloss", None),
+    ],
+)
+def test_loss_names(key: str, role: str | None) -> None:
+    from schedmate.tracker.fields import field_for_key, normalise_key
+
+    hit = field_for_key(normalise_key(key))
+    assert (hit[0] if hit else None) == role

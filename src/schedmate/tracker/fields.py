@@ -62,6 +62,7 @@ class Lexicon:
     summary_words: tuple[str, ...]
     train_words: frozenset[str]
     error_metrics: frozenset[str]
+    component_before_loss: frozenset[str]
     training_set_words: frozenset[str]
 
 
@@ -78,6 +79,7 @@ def lexicon() -> Lexicon:
         summary_words=tuple(raw["summary_words"]),
         train_words=frozenset(raw["train_words"]),
         error_metrics=frozenset(raw["error_metrics"]),
+        component_before_loss=frozenset(raw["component_before_loss"]),
         training_set_words=frozenset(raw["training_set_words"]),
     )
 
@@ -112,6 +114,8 @@ def _loss_role(words: list[str]) -> tuple[str, int] | None:
     others = [w for i, w in enumerate(words) if i not in heads]
     if any(w in lex.not_a_loss or w in lex.summary_words for w in others):
         return None
+    if any(w in lex.component_before_loss for w in words[: heads[0]]):
+        return "loss_component", 9  # `value_loss` is the critic's loss; `loss_value` is the loss
     if all(w in lex.total_loss_modifiers for w in others):
         return "loss", 4
     return "loss_component", 9
@@ -146,12 +150,13 @@ def field_for_key(key: str) -> tuple[str, int] | None:
 def _set_metric_role(words: list[str]) -> tuple[str, int] | None:
     """An error metric on the training set (`train-rmse`, `training's l2`) is the training loss."""
     lex = lexicon()
-    if len(words) < 2 or words[-1] not in lex.error_metrics:
-        return None
-    named = words[:-1]
     neutral = lex.training_set_words | lex.loss_heads | lex.total_loss_modifiers
-    if any(w in lex.training_set_words for w in named) and all(w in neutral for w in named):
-        return "loss", 5
+    for i in range(1, len(words)):  # the metric may be several words: `binary_logloss`
+        named, metric = words[:i], "_".join(words[i:])
+        if metric in lex.error_metrics:
+            if any(w in lex.training_set_words for w in named) and all(w in neutral for w in named):
+                return "loss", 5
+            return None
     return None
 
 

@@ -86,7 +86,10 @@ def sample_from_line(line_no: int, text: str) -> list[tuple[ProgressSample, bool
 
 
 _HEADER_TOKEN = re.compile(r"^[A-Za-z_][\w/().%-]*$")
-_ROW_TOKEN = re.compile(r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$", re.I)
+_ROW_TOKEN = re.compile(
+    r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$|^\d+:\d{2}(?::\d{2})?(?:\.\d+)?$", re.I
+)
+_COLUMN_GAP = re.compile(r"\s{2,}|\t")
 
 
 class TableReader:
@@ -94,13 +97,16 @@ class TableReader:
 
     def __init__(self) -> None:
         self.header: list[str] | None = None
+        self.columns: list[str] | None = None  # multi-word column names (`Train Loss`), by gaps
 
     def offer_header(self, text: str) -> bool:
         toks = text.split()
         if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
             keys = [normalise_key(t) for t in toks]
-            if any(field_for_key(k) is not None for k in keys):
+            cols = [normalise_key(t) for t in _COLUMN_GAP.split(text.strip())]
+            if any(field_for_key(k) is not None for k in keys + cols):
                 self.header = keys
+                self.columns = cols if len(cols) != len(keys) else None
                 return True
         return False
 
@@ -109,10 +115,14 @@ class TableReader:
             return None
         toks = text.split()
         n = len(self.header)
+        if self.columns is not None and len(toks) == len(self.columns) < n:
+            header, n = self.columns, len(self.columns)
+        else:
+            header = self.header
         if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
             return None
         c = parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :]) if len(toks) > n else Candidates()
-        for key, tok in zip(self.header, toks[:n], strict=True):
+        for key, tok in zip(header, toks[:n], strict=True):
             hit = field_for_key(key)
             if hit is None:
                 continue
@@ -132,6 +142,9 @@ class TableReader:
                         c.loss_is_nan = True
             except ValueError:
                 continue
+        epoch = c.get("epoch")
+        if "step" not in c.values and epoch is not None and len(toks) == n:
+            c.put("step", 6, epoch)  # an epoch column is a plain table's only counter
         return _sample(line_no, text, c)
 
 
