@@ -19,6 +19,85 @@ from schedmate.sim.state import Bound, Event, JobState, VCState
 __all__ = ["RoundMixin"]
 
 
+class _LazyWorse:
+    """The running jobs strictly worse than `floor` (a round's first head), worst first, each
+    found only when a round asks for it ("evict for this head": the worst until it has its
+    GPUs), and "not enough" answered without computing the rest when even every remaining
+    candidate's GPUs would not do. Candidates come from the VC's sorted key bounds (those
+    above `floor`, in falling bound order); a key is computed when its bound could exceed the
+    worst found so far. Exactly the old sorted list's order: a found job is next only when its
+    (key, index) is above every bound not yet looked at. Pool placement without packing, where
+    nothing in a round changes a running job's key but its eviction (a later head's eviction
+    skips jobs evicted, or started, since: the start_seq of each entry)."""
+
+    __slots__ = ("sim", "vc", "now", "floor", "cand", "pos", "found", "out", "ub")
+
+    def __init__(self, sim: RoundMixin, vc: VCState, now: float, floor: tuple[float, ...]) -> None:
+        bounds = vc.bounds
+        end = bisect_left(bounds, (tuple([-x for x in floor]),))
+        self.sim, self.vc, self.now, self.floor = sim, vc, now, floor
+        self.cand = bounds[:end]  # a copy: the refreshes below change vc.bounds
+        self.pos = 0
+        self.found: list[tuple[tuple[float, ...], int, tuple[float, ...], int, int]] = []  # a heap
+        self.out: list[tuple[tuple[float, ...], int, int]] = []  # (key, job, start_seq), worst first
+        jobs = sim.jobs
+        self.ub = sum(jobs[e[1]].gpus for e in self.cand)  # >= GPUs of out + found + not looked at
+
+    def _next(self) -> bool:
+        """Find the next worst job (False: there is none)."""
+        cand, found, sim = self.cand, self.found, self.sim
+        jobs, running, key, now, floor = sim.jobs, self.vc.running, sim.policy.key, self.now, self.floor
+        bounds = self.vc.bounds
+        while self.pos < len(cand) and (not found or not found[0][0] < cand[self.pos][0]):
+            e = cand[self.pos]
+            self.pos += 1
+            i = e[1]
+            st = jobs[i]
+            if i in running and st.start_seq == e[2]:
+                k = key(st, now)
+                if k > floor:
+                    heapq.heappush(found, (tuple([-x for x in k]), -i, k, i, e[2]))
+                    continue
+                policy: BoundedKey = sim.policy  # type: ignore[assignment]
+                fresh: Bound | None = (tuple([-x for x in policy.key_bound(st, now, k)]), i, e[2])
+            else:
+                fresh = None  # stale: evicted or finished since
+            self.ub -= st.gpus
+            at = bisect_left(bounds, e)
+            if at < len(bounds) and bounds[at] == e:
+                del bounds[at]
+                if fresh is not None:
+                    insort(bounds, fresh)
+        if not found:
+            return False
+        _, _, k, i, seq = heapq.heappop(found)
+        self.out.append((k, i, seq))
+        return True
+
+    def choose(self, need: int, head_key: tuple[float, ...]) -> list[int] | None:
+        """The worst jobs, worse than `head_key`, still running, until they hold `need` GPUs
+        (the old loop over the sorted list), or None if they cannot."""
+        jobs, running, out = self.sim.jobs, self.vc.running, self.out
+        chosen: list[int] = []
+        n = 0
+        seen = 0  # GPUs of out[:n]
+        while need > 0:
+            if self.ub - seen < need:
+                return None  # even every job not yet passed would not free enough
+            if n == len(out) and not self._next():
+                return None
+            k, i, seq = out[n]
+            n += 1
+            g = jobs[i].gpus
+            seen += g
+            if not k > head_key:
+                return None
+            if i in running and jobs[i].start_seq == seq:
+                chosen.append(i)
+                need -= g
+        return chosen
+
+
 class RoundMixin:
     """The round of `Simulator` (a mixin: the engine's state is the simulator's)."""
 
@@ -244,6 +323,8 @@ class RoundMixin:
         """One scheduling round for a virtual cluster: admit the best head if it fits (place),
         else pack it, else evict worse jobs for it, else backfill."""
         victims_pool: list[tuple[tuple[float, ...], int]] | None = None
+        lazy: _LazyWorse | None = None
+        lazy_ok = self.bounded and not self.packing and vc.nodes is None
         pool_ver = -1
         nodes = vc.nodes
         while vc.n_pending:
@@ -265,11 +346,17 @@ class RoundMixin:
                 and cached[1] == head
                 and now < cached[2]
             ):
-                if victims_pool is None:
-                    victims_pool = self._victims(vc, now, head[0])
+                if victims_pool is None and lazy is None:
+                    if lazy_ok:
+                        lazy = _LazyWorse(self, vc, now, head[0])
+                    else:
+                        victims_pool = self._victims(vc, now, head[0])
                     pool_ver = vc.ver
                 chosen: list[int] | None
-                if nodes is None:
+                if lazy is not None:
+                    chosen = lazy.choose(st.gpus - vc.free, head[0])
+                elif nodes is None:
+                    assert victims_pool is not None
                     need = st.gpus - vc.free
                     chosen = []
                     for k, i in victims_pool:
@@ -284,6 +371,7 @@ class RoundMixin:
                     if need > 0:
                         chosen = None
                 else:
+                    assert victims_pool is not None
                     chosen = self._node_victims(vc, nodes, st, head[0], victims_pool, now)
                 if chosen is not None:
                     for i in chosen:
@@ -292,7 +380,8 @@ class RoundMixin:
                         self._preempt(vc, v, now, events)
                         if p >= 0:
                             self._preempt(vc, self.jobs[p], now, events)
-                    victims_pool = [(k, i) for k, i in victims_pool if i not in chosen]
+                    if victims_pool is not None:
+                        victims_pool = [(k, i) for k, i in victims_pool if i not in chosen]
                     self._pop(vc, st.gpus)
                     self._start(vc, st, now, events)
                     continue
