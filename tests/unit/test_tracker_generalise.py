@@ -176,3 +176,44 @@ def test_loss_names(key: str, role: str | None) -> None:
 
     hit = field_for_key(normalise_key(key))
     assert (hit[0] if hit else None) == role
+
+
+# --- step-time spellings: `X per step`, unit in the key, namespaced keys ---------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "step_time"),
+    [
+        ("step 1200 of 5000; loss 3.21; 410 ms per step", 0.41),
+        ("it 90 - loss 1.1 - 0.75 seconds per iteration", 0.75),
+        ("steps: 3000  loss: 1.05  step_time_ms: 250", 0.25),
+        ("upd 30 | loss 1.2 | iter_time(s) 0.5", 0.5),
+        ("epoch=3 step=200 train/loss=0.5 train/step_time=0.3", 0.3),
+        ("upd 30 | loss 1.2 | t/step 0.3s", 0.3),
+    ],
+)
+def test_step_time_spellings(line: str, step_time: float) -> None:
+    assert vals(line)["step_time"] == pytest.approx(step_time)
+
+
+def test_a_timestamp_in_milliseconds_is_not_a_step_time() -> None:
+    assert "step_time" not in vals('step 5 loss 2.0 time_ms 1700000000123 "x": 1')
+
+
+# --- a range of batches reported at once: the range's end is the step -----------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("[Batch 150-200] train-loss=0.41 speed=120 samples/sec", 200),
+        ("iters 100-200: mean loss 0.51, 0.09 s/iter", 200),
+        ("3ep:trn:801-900batch: loss=0.7, iter_time=0.02", 900),
+    ],
+)
+def test_a_range_counter_gives_its_end(line: str, step: int) -> None:
+    assert vals(line)["step"] == step
+
+
+def test_a_date_is_not_a_range_counter() -> None:
+    assert vals("step 12 loss 0.5 on 2024-05-06").get("step") == 12

@@ -141,10 +141,19 @@ def field_for_key(key: str) -> tuple[str, int] | None:
         leaf = key.rsplit("/", 1)[1]
         for name, table in tables:
             rank = table.get(leaf)
-            if rank is not None and name in ("loss", "step", "lr", "epoch"):
+            if rank is not None and name in ("loss", "step", "lr", "epoch", "step_time"):
                 return name, rank + 2
+    unit = _UNIT_SUFFIX.search(key)
+    if unit is not None:  # `step_time_ms`, `iter_time(s)`: a time key with its unit in the name
+        hit = field_for_key(key[: unit.start()])
+        # a specific time key only: `time_ms` alone is as often a wall-clock timestamp
+        if hit is not None and hit[1] <= 1 and hit[0] in ("step_time", "outer_time", "elapsed", "remaining"):
+            return hit[0], hit[1] + 1
     words = key_words(key)
     return _loss_role(words) or _set_metric_role(words)
+
+
+_UNIT_SUFFIX = re.compile(r"(?:_|\()(?:ms|s|sec|secs|seconds)\)?$")
 
 
 def _set_metric_role(words: list[str]) -> tuple[str, int] | None:

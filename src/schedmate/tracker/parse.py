@@ -82,6 +82,26 @@ _PAREN_RATE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*\((?P<u>[A-Za-z]+/(?:s|sec))\)
 _PROGBAR_DONE = re.compile(
     r"^\s*(?P<n>\d+)/(?P=n) \[[=>.]+\] - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
 )
+_PER = re.compile(
+    r"\b(ms|s|sec|secs|seconds|it|steps|iters|batches|samples|examples|tokens|images)\s+per\s+"
+    r"(step|iter|iteration|it|batch|update|second|sec|s)\b",
+    re.I,
+)
+_PER_DENOM = {"iteration": "iter", "update": "step", "second": "s"}
+# a range of batches or iterations reported at once: `batch 150-200`, `[iters 10-20]`, `5251-5625batch`
+_RANGE = re.compile(
+    r"\b(?:batch(?:es)?|iters?|iterations?|steps?)\s*\[?\s*(?P<a>\d+)\s*-\s*(?P<b>\d+)\b(?!\s*[:.]\d)"
+    r"|(?<![\w.-])(?P<a2>\d+)-(?P<b2>\d+)\s?(?:batch|iter|step)s?\b",
+    re.I,
+)
+_PER_NUM = {"seconds": "s", "secs": "s"}
+
+
+def _per_unit(m: re.Match[str]) -> str:
+    unit = _PER_NUM.get(m[1].lower(), m[1]) + "/" + _PER_DENOM.get(m[2].lower(), m[2])
+    return unit.ljust(len(m[0]))
+
+
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
@@ -466,6 +486,12 @@ def parse_line(text: str) -> Candidates:
         c.put("step", 1, float(m["n"]))
         c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
+    if " per " in body:  # `410 ms per step` is `410 ms/step`
+        body = _PER.sub(_per_unit, body)
+    r_ = _RANGE.search(body)
+    if r_ is not None and int(r_["a"] or r_["a2"]) <= int(r_["b"] or r_["b2"]):
+        c.put("step", 2, float(r_["b"] or r_["b2"]))  # `batch 150-200`, `5251-5625batch`: the range's end
+        body = _blank(body, [r_.span()])
     spans = []
     for r in _RATE.finditer(body) if _RATE_UNIT.search(body) else ():
         val = _to_float(r["v"])
