@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["history_app", "advise", "render_advice", "fmt_duration", "MAX_SHOWN_ERRORS"]
 
-MAX_SHOWN_ERRORS = 10  # errors printed one a line; the rest are counted in one summary line
+MAX_SHOWN_ERRORS = 5  # errors printed one a line; the rest are counted in one summary line
 
 history_app = typer.Typer(help="The job history the Advisor learns from.", no_args_is_help=True)
 app.add_typer(history_app, name="history")

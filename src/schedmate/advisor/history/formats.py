@@ -122,7 +122,7 @@ def _reason(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-MAX_BAD_RUN = 100  # this many unreadable lines in a row, with nothing read yet: not a JSONL history
+MAX_BAD_RUN = 20  # this many unreadable lines in a row, with nothing read yet: not a JSONL history
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
@@ -163,6 +163,9 @@ def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | 
                 yield LineError(no, f"line longer than {MAX_LINE_BYTES} bytes")
                 continue
             if b"\0" in raw:
+                if good == 0 and bad_run == 0:  # the very first line: a binary file, not a history
+                    yield LineError(no, "binary data (NUL byte): not a JSON-lines file; stopped")
+                    return
                 bad_run += 1
                 yield LineError(no, "binary data (NUL byte), not a JSON line")
                 continue
