@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from slurm_cluster import HOST, require_conf
 
 from schedmate.core.cluster import JobState, JobView
 from schedmate.core.settings import Settings, SlurmSettings, load_settings
@@ -32,35 +33,12 @@ from schedmate.sdk.watch import build_watcher, job_report
 
 pytestmark = pytest.mark.integration
 
-PROVISIONED = Path("/var/lib/schedmate-ci/slurm/slurm.conf")
 REPO = Path(__file__).resolve().parents[2]
-HOST = os.uname().nodename.split(".")[0]
-
-
-def _conf() -> str | None:
-    conf = os.environ.get("SLURM_CONF") or (str(PROVISIONED) if PROVISIONED.exists() else None)
-    if conf is None or not Path(conf).exists():
-        return None
-    return conf
 
 
 @pytest.fixture(scope="module")
 def conf() -> str:
-    found = _conf()
-    problem = None
-    if found is None:
-        problem = "no Slurm: set SLURM_CONF or run `make slurm` (.ci/provision_slurm.sh)"
-    else:
-        try:
-            SlurmBackend(SlurmSettings(conf=found, timeout_s=10)).snapshot()
-        except Exception as exc:  # noqa: BLE001  (any reason the cluster cannot be used)
-            problem = f"Slurm at {found} does not answer: {exc}"
-    if problem:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(problem + " (CI=true: the Slurm tests must run)")
-        pytest.skip(problem)
-    assert found is not None
-    return found
+    return require_conf()
 
 
 @pytest.fixture(scope="module")
