@@ -217,3 +217,33 @@ def test_a_range_counter_gives_its_end(line: str, step: int) -> None:
 
 def test_a_date_is_not_a_range_counter() -> None:
     assert vals("step 12 loss 0.5 on 2024-05-06").get("step") == 12
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 4 - train: nll 0.5, acc 0.8 - test: nll 0.6, acc 0.7",
+        "training: nll 0.5 ; validation: nll 0.6",
+        "ep 4\ttrain: nll 0.5\tdev: nll 0.6",
+    ],
+)
+def test_evaluation_segments_with_other_separators(line: str) -> None:
+    c = parse_line(line)
+    assert not c.is_eval and c.values["loss"][1] == 0.5
+
+
+# --- `Epoch: [e][i]` with the batch counter in the second bracket (total optional) ----------
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "total"),
+    [
+        ("Epoch: [12][300]  Loss 0.31 (0.33)  Time 0.41 (0.44)", 300, None),
+        ("epoch [3/90] [ 120/ 500]  loss 1.2", 120, 500),
+        ("Epoch:[7][  40/1251]\tTime 0.250 (0.300)\tLoss 2.1 (2.2)", 40, 1251),
+    ],
+)
+def test_epoch_then_batch_brackets(line: str, step: int, total: int | None) -> None:
+    v = vals(line)
+    assert (v.get("step"), v.get("total_steps")) == (step, total)
+    assert v.get("step_time") is not None or "Time" not in line

@@ -70,11 +70,15 @@ _RATE = re.compile(
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
-_EPOCH_BRACKET = re.compile(r"\bepoch\s*\[(?P<e>\d+)(?:/(?P<te>\d+))?\]\s*\[(?P<n>\d+)/(?P<d>\d+)\]", re.I)
+_EPOCH_BRACKET = re.compile(
+    r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
+    re.I,
+)
 # `[N]` then a space, or `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
 _LEADING_COUNTER = re.compile(r"^\s*(?:\[(?P<n>\d+)\]\s|(?P<m>\d+):\t)")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
+_SEGMENT_SEP = re.compile(r"\||;|\t| - ")
 _SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*:")
 # `16.8 (graph/s)`: a value with its rate unit in parentheses
 _PAREN_RATE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*\((?P<u>[A-Za-z]+/(?:s|sec))\)")
@@ -401,8 +405,9 @@ def _parse_kvs(c: Candidates, text: str) -> str:
 
 
 def _drop_eval_segments(c: Candidates, body: str) -> str:
-    """Blank `|`-separated segments labelled by an evaluation word, when others remain."""
-    segs = body.split("|")
+    """Blank segments (`|`, `;`, tab, ` - `) labelled by an evaluation word, when others remain."""
+    segs = _SEGMENT_SEP.split(body)
+    seps = _SEGMENT_SEP.findall(body)
     ev = set()
     for i, seg in enumerate(segs):
         m = _SEGMENT_LABEL.match(seg)
@@ -410,8 +415,17 @@ def _drop_eval_segments(c: Candidates, body: str) -> str:
             ev.add(i)
     if not ev or len(ev) == len(segs):
         return body
+    if (
+        0 in ev
+        and not any(  # an evaluation line's prefix (`dev step: 4 - loss`) unless a train segment follows
+            (m := _SEGMENT_LABEL.match(seg)) is not None and set(key_words(m[1])) & lexicon().train_words
+            for seg in segs
+        )
+    ):
+        return body
     c.n_eval_keys += len(ev)
-    return "|".join(" " * len(seg) if i in ev else seg for i, seg in enumerate(segs))
+    out = [" " * len(seg) if i in ev else seg for i, seg in enumerate(segs)]
+    return "".join(part + (seps[i] if i < len(seps) else "") for i, part in enumerate(out))
 
 
 def _paren_rate(c: Candidates, m: re.Match[str]) -> str:
@@ -484,7 +498,8 @@ def parse_line(text: str) -> Candidates:
         if m["te"]:
             c.total_epochs = int(m["te"])
         c.put("step", 1, float(m["n"]))
-        c.put("total_steps", 1, float(m["d"]))
+        if m["d"]:
+            c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
     if " per " in body:  # `410 ms per step` is `410 ms/step`
         body = _PER.sub(_per_unit, body)
@@ -499,7 +514,7 @@ def parse_line(text: str) -> Candidates:
             _apply_rate(c, val, r["u"], 1)
             c.n_metrics += 1
         spans.append((r.start(), r.end()))
-    if "|" in body:
+    if _SEGMENT_SEP.search(body):
         body = _drop_eval_segments(c, body)
     if "(" in body and "/" in body:
         body = _PAREN_RATE.sub(lambda m: _paren_rate(c, m), body)
