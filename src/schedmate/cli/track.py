@@ -14,7 +14,6 @@ from rich.table import Table
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
 from schedmate.core.types import TrackResult
-from schedmate.sdk import build_tracker, save_tracker_state, track_files
 
 __all__ = ["track", "render_results", "fmt_duration"]
 
@@ -86,6 +85,8 @@ def track(
     ] = False,
 ) -> None:
     """Extract step, loss, step time, progress and ETA from training logs."""
+    from schedmate.sdk.tracking import build_tracker, save_tracker_state, track_files
+
     settings = settings_of(ctx)
     tracker = build_tracker(settings)
     if follow:
