@@ -113,6 +113,7 @@ class Simulator(RoundMixin):
         # the heads round finds the running jobs worse than a head from a heap of key bounds
         # (rounds.py: _worse) instead of computing every running job's key
         self.bounded = preemptive and not self.quota and isinstance(policy, BoundedKey)
+        self.lazy = None
         self._rng = random.Random(
             seed + 1 + (failures.seed if failures else 0)
         )  # packing draws and failures, apart from the jobs' noise
@@ -401,6 +402,8 @@ class Simulator(RoundMixin):
     # -- packing --------------------------------------------------------------------------------
     def _pair(self, vc: VCState, guest: JobState, host: JobState, now: float, events: list[Event]) -> None:
         assert self.interference is not None
+        if self.lazy is not None:
+            self.lazy.pin(host.idx)  # before its progress is re-based
         self._settle(host, now)
         vc.solo[(host.gpus, host.share)].pop(host.idx, None)
         guest.rate = 1.0 / self.interference.sample(guest.share, host.share, self._rng)

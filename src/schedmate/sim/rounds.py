@@ -30,7 +30,7 @@ class _LazyWorse:
     nothing in a round changes a running job's key but its eviction (a later head's eviction
     skips jobs evicted, or started, since: the start_seq of each entry)."""
 
-    __slots__ = ("sim", "vc", "now", "floor", "cand", "pos", "found", "out", "ub")
+    __slots__ = ("sim", "vc", "now", "floor", "cand", "pos", "found", "out", "ub", "seq", "pinned")
 
     def __init__(self, sim: RoundMixin, vc: VCState, now: float, floor: tuple[float, ...]) -> None:
         bounds = vc.bounds
@@ -41,28 +41,49 @@ class _LazyWorse:
         self.found: list[tuple[tuple[float, ...], int, tuple[float, ...], int, int]] = []  # a heap
         self.out: list[tuple[tuple[float, ...], int, int]] = []  # (key, job, start_seq), worst first
         jobs = sim.jobs
-        self.ub = sum(jobs[e[1]].gpus for e in self.cand)  # >= GPUs of out + found + not looked at
+        # >= GPUs of out + found + not looked at (a pair's GPUs once: by its lower index)
+        running = vc.running
+        self.ub = sum(
+            st.gpus
+            for e in self.cand
+            if e[1] in running
+            and (st := jobs[e[1]]).start_seq == e[2]
+            and (st.partner < 0 or e[1] < st.partner)
+        )
+        self.seq = sim._start_seq  # jobs started after this are not candidates
+        self.pinned: dict[int, tuple[float, ...]] = {}  # keys taken before a packing re-based them
+
+    def pin(self, i: int) -> None:
+        """Running job `i` is about to host a packed job in this round: its progress is re-based,
+        which may move its key by an ulp, so take its key now, as the old list did."""
+        if i not in self.pinned:
+            self.pinned[i] = self.sim.policy.key(self.sim.jobs[i], self.now)
 
     def _next(self) -> bool:
         """Find the next worst job (False: there is none)."""
         cand, found, sim = self.cand, self.found, self.sim
         jobs, running, key, now, floor = sim.jobs, self.vc.running, sim.policy.key, self.now, self.floor
         bounds = self.vc.bounds
+        seq, pinned = self.seq, self.pinned
         while self.pos < len(cand) and (not found or not found[0][0] < cand[self.pos][0]):
             e = cand[self.pos]
             self.pos += 1
             i = e[1]
             st = jobs[i]
             if i in running and st.start_seq == e[2]:
-                k = key(st, now)
+                p = st.partner
+                # a pair is one candidate, its lower index, as it was paired when the search began
+                if p >= 0 and p < i and jobs[p].start_seq <= seq:
+                    continue
+                k = pinned[i] if i in pinned else key(st, now)
                 if k > floor:
                     heapq.heappush(found, (tuple([-x for x in k]), -i, k, i, e[2]))
                     continue
+                self.ub -= st.gpus
                 policy: BoundedKey = sim.policy  # type: ignore[assignment]
                 fresh: Bound | None = (tuple([-x for x in policy.key_bound(st, now, k)]), i, e[2])
             else:
-                fresh = None  # stale: evicted or finished since
-            self.ub -= st.gpus
+                fresh = None  # stale: evicted or finished since (still counted in ub: an upper bound)
             at = bisect_left(bounds, e)
             if at < len(bounds) and bounds[at] == e:
                 del bounds[at]
@@ -70,14 +91,15 @@ class _LazyWorse:
                     insort(bounds, fresh)
         if not found:
             return False
-        _, _, k, i, seq = heapq.heappop(found)
-        self.out.append((k, i, seq))
+        _, _, k, i, stamp = heapq.heappop(found)
+        self.out.append((k, i, stamp))
         return True
 
     def choose(self, need: int, head_key: tuple[float, ...]) -> list[int] | None:
         """The worst jobs, worse than `head_key`, still running, until they hold `need` GPUs
         (the old loop over the sorted list), or None if they cannot."""
         jobs, running, out = self.sim.jobs, self.vc.running, self.out
+        key, now = self.sim.policy.key, self.now
         chosen: list[int] = []
         n = 0
         seen = 0  # GPUs of out[:n]
@@ -93,6 +115,9 @@ class _LazyWorse:
             if not k > head_key:
                 return None
             if i in running and jobs[i].start_seq == seq:
+                p = jobs[i].partner
+                if p >= 0 and (p in chosen or not key(jobs[p], now) > head_key):
+                    continue  # a pair is evicted whole, only when both jobs are worse
                 chosen.append(i)
                 need -= g
         return chosen
@@ -108,6 +133,8 @@ class RoundMixin:
     interval: float
     evict_cache: bool
     bounded: bool
+    lazy: _LazyWorse | None  # this round's search for jobs to evict (packing pins keys in it)
+    _start_seq: int
     stranded_gpu_s: float
 
     if TYPE_CHECKING:
@@ -324,7 +351,8 @@ class RoundMixin:
         else pack it, else evict worse jobs for it, else backfill."""
         victims_pool: list[tuple[tuple[float, ...], int]] | None = None
         lazy: _LazyWorse | None = None
-        lazy_ok = self.bounded and not self.packing and vc.nodes is None
+        self.lazy = None
+        lazy_ok = self.bounded and vc.nodes is None
         pool_ver = -1
         nodes = vc.nodes
         while vc.n_pending:
@@ -348,7 +376,7 @@ class RoundMixin:
             ):
                 if victims_pool is None and lazy is None:
                     if lazy_ok:
-                        lazy = _LazyWorse(self, vc, now, head[0])
+                        lazy = self.lazy = _LazyWorse(self, vc, now, head[0])
                     else:
                         victims_pool = self._victims(vc, now, head[0])
                     pool_ver = vc.ver
