@@ -247,3 +247,21 @@ def test_epoch_then_batch_brackets(line: str, step: int, total: int | None) -> N
     v = vals(line)
     assert (v.get("step"), v.get("total_steps")) == (step, total)
     assert v.get("step_time") is not None or "Time" not in line
+
+
+# --- a counter line of its own after a bar over something else ------------------------------
+
+
+def test_a_bar_does_not_lend_its_rate_to_an_epoch_summary_line() -> None:
+    lines = []
+    for ep in range(1, 4):
+        lines.append(f"Round {ep:02d}: 100%|##########| 4000/4000 [00:08<00:00, 480.00it/s]")
+        lines.append(f"Round {ep:02d}, Loss: {1.0 / ep:.4f}, Train Acc: 0.{ep}")
+    r = MetricTracker().track_lines(lines)
+    assert (r.step, r.loss, r.step_time_s) == (3, pytest.approx(0.3333), None)
+
+
+def test_a_bar_still_lends_its_rate_to_its_loss_dict() -> None:
+    lines = ["  50%|#####     | 50/100 [00:10<00:10,  5.00it/s]", "{'loss': 0.42, 'learning_rate': 1e-05}"]
+    r = MetricTracker().track_lines(lines)
+    assert (r.step, r.loss, r.step_time_s) == (50, 0.42, pytest.approx(0.2))

@@ -266,8 +266,12 @@ def summarize(
         if bar or (s.step is not None and s.step != step):
             continue
         _take(values, s)
-    # pass 2: the rest of the record, newest first
-    for s, _ in reversed(record):
+    # pass 2: the rest of the record, newest first; a bar counting something else (another
+    # step) does not lend its rate to a counter line of its own (`Epoch 2, loss ...` after it)
+    anchor_is_bar = any(bar for s, bar in record if s is anchor)
+    for s, bar in reversed(record):
+        if bar and not anchor_is_bar and step is not None and s.step is not None and s.step != step:
+            continue
         _take(values, s)
 
     total = anchor.total_steps if anchor else None
