@@ -40,16 +40,8 @@ class _LazyWorse:
         self.pos = 0
         self.found: list[tuple[tuple[float, ...], int, tuple[float, ...], int, int]] = []  # a heap
         self.out: list[tuple[tuple[float, ...], int, int]] = []  # (key, job, start_seq), worst first
-        jobs = sim.jobs
-        # >= GPUs of out + found + not looked at (a pair's GPUs once: by its lower index)
-        running = vc.running
-        self.ub = sum(
-            st.gpus
-            for e in self.cand
-            if e[1] in running
-            and (st := jobs[e[1]]).start_seq == e[2]
-            and (st.partner < 0 or e[1] < st.partner)
-        )
+        # >= GPUs of out + found + not looked at (a pair's GPUs once), counted when first needed
+        self.ub: int | None = None
         self.seq = sim._start_seq  # jobs started after this are not candidates
         self.pinned: dict[int, tuple[float, ...]] = {}  # keys taken before a packing re-based them
 
@@ -79,7 +71,8 @@ class _LazyWorse:
                 if k > floor:
                     heapq.heappush(found, (tuple([-x for x in k]), -i, k, i, e[2]))
                     continue
-                self.ub -= st.gpus
+                if self.ub is not None:
+                    self.ub -= st.gpus
                 policy: BoundedKey = sim.policy  # type: ignore[assignment]
                 fresh: Bound | None = (tuple([-x for x in policy.key_bound(st, now, k)]), i, e[2])
             else:
@@ -95,6 +88,20 @@ class _LazyWorse:
         self.out.append((k, i, stamp))
         return True
 
+    def _upper(self, passed: int) -> int:
+        """GPUs of every job found or that could still be found (a pair once, as paired when
+        the search began); `passed` = GPUs of the first `n` found, all of them when called."""
+        jobs, running, seq = self.sim.jobs, self.vc.running, self.seq
+        ub = passed + sum(jobs[f[3]].gpus for f in self.found)
+        for e in self.cand[self.pos :]:
+            i = e[1]
+            st = jobs[i]
+            if i in running and st.start_seq == e[2]:
+                p = st.partner
+                if p < 0 or i < p or jobs[p].start_seq > seq:
+                    ub += st.gpus
+        return ub
+
     def choose(self, need: int, head_key: tuple[float, ...]) -> list[int] | None:
         """The worst jobs, worse than `head_key`, still running, until they hold `need` GPUs
         (the old loop over the sorted list), or None if they cannot."""
@@ -104,10 +111,13 @@ class _LazyWorse:
         n = 0
         seen = 0  # GPUs of out[:n]
         while need > 0:
-            if self.ub - seen < need:
-                return None  # even every job not yet passed would not free enough
-            if n == len(out) and not self._next():
-                return None
+            if n == len(out):
+                if n and self.ub is None:
+                    self.ub = self._upper(seen)
+                if self.ub is not None and self.ub - seen < need:
+                    return None  # even every job not yet passed would not free enough
+                if not self._next():
+                    return None
             k, i, seq = out[n]
             n += 1
             g = jobs[i].gpus
