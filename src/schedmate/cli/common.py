@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.exceptions import TyperException
 
 from schedmate.core.errors import SchedmateError
 from schedmate.core.settings import Settings, load_settings
@@ -50,8 +52,14 @@ def settings_of(ctx: typer.Context) -> Settings:
     return state.settings if state is not None else load_settings()
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def friendly_errors(fn: F) -> F:
-    """Turn SchedmateError into `error: <one line>` on stderr and exit code 2."""
+    """Turn SchedmateError into `error: <one line>` on stderr and exit code 2, and any other
+    exception (a bug) into one `internal error:` line and exit code 1."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -65,5 +73,17 @@ def friendly_errors(fn: F) -> F:
         except BrokenPipeError:
             sys.stderr.close()
             raise typer.Exit(0) from None
+        except (TyperException, typer.Exit, typer.Abort):
+            raise  # usage errors and exits are typer's to print
+        except Exception as exc:  # the last boundary: a bug of ours is one line, never a traceback
+            if os.environ.get("SCHEDMATE_DEBUG"):
+                raise
+            err_console.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {_one_line(str(exc))} "
+                "(a schedmate bug: please report it; SCHEDMATE_DEBUG=1 shows the traceback)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
