@@ -54,15 +54,28 @@ def run(args: list[str], conf: str, **kw: Any) -> str:
 
 
 _submitted: list[str] = []
+_partitions: list[str] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _cleanup(conf: str) -> Iterator[None]:
     yield
+    env = {**os.environ, "SLURM_CONF": conf}
     if _submitted:
-        subprocess.run(
-            ["scancel", *_submitted], env={**os.environ, "SLURM_CONF": conf}, check=False, timeout=30
-        )
+        subprocess.run(["scancel", *_submitted], env=env, check=False, timeout=30)
+    # the scenarios' partitions go too (a partition with active jobs is refused: retry briefly)
+    for name in _partitions:
+        for _ in range(10):
+            done = subprocess.run(
+                ["scontrol", "delete", f"PartitionName={name}"],
+                env=env,
+                check=False,
+                timeout=30,
+                capture_output=True,
+            )
+            if done.returncode == 0:
+                break
+            time.sleep(0.5)
 
 
 def partition(conf: str) -> str:
@@ -71,6 +84,7 @@ def partition(conf: str) -> str:
     run(
         ["scontrol", "create", f"PartitionName={name}", f"Nodes={HOST}", "MaxTime=INFINITE", "State=UP"], conf
     )
+    _partitions.append(name)
     return name
 
 
