@@ -265,3 +265,22 @@ def test_a_bar_still_lends_its_rate_to_its_loss_dict() -> None:
     lines = ["  50%|#####     | 50/100 [00:10<00:10,  5.00it/s]", "{'loss': 0.42, 'learning_rate': 1e-05}"]
     r = MetricTracker().track_lines(lines)
     assert (r.step, r.loss, r.step_time_s) == (50, 0.42, pytest.approx(0.2))
+
+
+# --- a namespaced rate key is read by its leaf, like namespaced losses and times ------------
+
+
+@pytest.mark.parametrize(
+    ("key", "role"),
+    [
+        ("perf/steps_per_second", "step_rate"),
+        ("throughput/node/batches_per_second", "step_rate"),
+        ("speed/train/steps_per_second", "step_rate"),
+        ("train/loss", "loss"),
+    ],
+)
+def test_namespaced_key_leaf(key: str, role: str) -> None:
+    from schedmate.tracker.fields import field_for_key
+
+    hit = field_for_key(key)
+    assert hit is not None and hit[0] == role

@@ -141,7 +141,7 @@ def field_for_key(key: str) -> tuple[str, int] | None:
         leaf = key.rsplit("/", 1)[1]
         for name, table in tables:
             rank = table.get(leaf)
-            if rank is not None and name in ("loss", "step", "lr", "epoch", "step_time"):
+            if rank is not None and name in ("loss", "step", "lr", "epoch", "step_time", "step_rate"):
                 return name, rank + 2
     unit = _UNIT_SUFFIX.search(key)
     if unit is not None:  # `step_time_ms`, `iter_time(s)`: a time key with its unit in the name
