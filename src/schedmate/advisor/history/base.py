@@ -187,6 +187,28 @@ _COLS = (
 )
 
 
+def _record_to_row(r: JobRecord) -> tuple[Any, ...]:
+    """A record as the values of `_COLS`, in order (the inverse of `_row_to_record`); each store
+    appends its own encoding of the vector."""
+    return (
+        r.job_id,
+        r.duration_s,
+        r.submit_time,
+        r.status,
+        r.n_gpus,
+        r.n_nodes,
+        r.gpu_model,
+        r.user,
+        r.name,
+        r.code_dir,
+        r.command,
+        json.dumps(list(r.config_files)),
+        r.metadata.model_dump_json() if r.metadata else None,
+        json.dumps(r.size),
+        r.text,
+    )
+
+
 def _row_to_record(row: Sequence[Any]) -> JobRecord:
     (
         job_id,

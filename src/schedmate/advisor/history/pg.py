@@ -11,7 +11,6 @@ exactly (as SQLite's are) and have none; once a store reaches `exact_below` jobs
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 import threading
@@ -27,6 +26,7 @@ from schedmate.advisor.history.base import (
     JobRecord,
     Neighbor,
     _checked_vectors,
+    _record_to_row,
     _row_to_record,
     _unit_query,
     ranked,
@@ -367,26 +367,7 @@ class PgvectorHistoryStore:
         )
         with self._db.cursor().copy(sql.SQL("COPY _schedmate_stage ({}) FROM STDIN").format(cols)) as copy:
             for r, v in rows:
-                copy.write_row(
-                    (
-                        r.job_id,
-                        r.duration_s,
-                        r.submit_time,
-                        r.status,
-                        r.n_gpus,
-                        r.n_nodes,
-                        r.gpu_model,
-                        r.user,
-                        r.name,
-                        r.code_dir,
-                        r.command,
-                        json.dumps(list(r.config_files)),
-                        r.metadata.model_dump_json() if r.metadata else None,
-                        json.dumps(r.size),
-                        r.text,
-                        v.astype(np.float32),
-                    )
-                )
+                copy.write_row((*_record_to_row(r), v.astype(np.float32)))
         updates = sql.SQL(", ").join(
             sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in (*_COLS[1:], "embedding")
         )

@@ -14,7 +14,6 @@ opens the file without ever writing to it (what `advise` needs; also on a read-o
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sqlite3
@@ -34,6 +33,7 @@ from schedmate.advisor.history.base import (
     JobRecord,
     Neighbor,
     _checked_vectors,
+    _record_to_row,
     _row_to_record,
     _unit_query,
     ranked,
@@ -240,26 +240,7 @@ class SqliteHistoryStore:
         vecs = _checked_vectors(records, vectors, dim, str(self.path))
         rows = []
         for r, v in zip(records, vecs, strict=True):
-            rows.append(
-                (
-                    r.job_id,
-                    r.duration_s,
-                    r.submit_time,
-                    r.status,
-                    r.n_gpus,
-                    r.n_nodes,
-                    r.gpu_model,
-                    r.user,
-                    r.name,
-                    r.code_dir,
-                    r.command,
-                    json.dumps(list(r.config_files)),
-                    r.metadata.model_dump_json() if r.metadata else None,
-                    json.dumps(r.size),
-                    r.text,
-                    v.astype(np.float32).tobytes(),
-                )
-            )
+            rows.append((*_record_to_row(r), v.astype(np.float32).tobytes()))
         with self._errors(), self._db:
             if dim is None:
                 self._db.execute(
