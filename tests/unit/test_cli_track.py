@@ -6,27 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from contracts import TRACK_JSON_KEYS
 from typer.testing import CliRunner
 
 from schedmate.cli import app
 
-KEYS = {
-    "schema_version",
-    "events",
-    "log_eta_s",
-    "file",
-    "has_progress",
-    "last_progress_line",
-    "step",
-    "total_steps",
-    "epoch",
-    "loss",
-    "step_time_s",
-    "throughput",
-    "progress",
-    "eta_s",
-    "error",
-}
+KEYS = TRACK_JSON_KEYS
 
 
 def write(p: Path, data: bytes) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from contracts import TRACK_JSON_KEYS
 from pydantic import BaseModel
 
 from schedmate.core.errors import BackendUnavailable
@@ -75,23 +76,7 @@ def test_table_rows_use_the_header() -> None:
 def test_no_progress() -> None:
     r = run(["Traceback (most recent call last):", "ValueError: nope"])
     assert not r.has_progress and r.step is None
-    assert set(r.to_json_dict()) == {
-        "schema_version",
-        "events",
-        "log_eta_s",
-        "file",
-        "has_progress",
-        "last_progress_line",
-        "step",
-        "total_steps",
-        "epoch",
-        "loss",
-        "step_time_s",
-        "throughput",
-        "progress",
-        "eta_s",
-        "error",
-    }
+    assert set(r.to_json_dict()) == TRACK_JSON_KEYS
 
 
 def _s(step: int, t: float | None, ts: float | None = None) -> ProgressSample:
