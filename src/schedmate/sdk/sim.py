@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schedmate.core.cluster import ClusterSnapshot
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import DEFAULT_ESTIMATORS, default_estimator
 from schedmate.sim.whatif import StartPrediction
+from schedmate.sim.whatif import predict_from_snapshot as predict_starts
 
 if TYPE_CHECKING:
     from schedmate.sim.metrics import Metrics
@@ -212,52 +212,6 @@ def simulate(
         )
     return SimulationReport(
         path.name, len(jobs), cl, bool(nodes), semantics, tuple(runs), tuple(warnings), gpus_per_node
-    )
-
-
-def predict_starts(
-    snapshot: ClusterSnapshot,
-    *,
-    policy: str = "fifo",
-    cluster: dict[str, int] | None = None,
-    history: Sequence[object] = (),
-    samples: int = 8,
-    arrivals: bool = True,
-    horizon_s: float = 7 * 86400.0,
-    history_window_s: float = 14 * 86400.0,
-    semantics: str = "default",
-    seed: int = 0,
-    correlated: bool = True,
-    placement: str = "pool",
-    gpus_per_node: int = 8,
-) -> list[StartPrediction]:
-    """Predicted start times of the snapshot's pending jobs.
-
-    The forward simulation starts from the snapshot: running jobs keep their GPUs for their
-    ETA (the tracker's `eta_s`, else a draw from the durations of similar finished jobs that
-    ran at least as long), pending jobs take their `estimate_s` or a draw from similar jobs'
-    durations, and (with `arrivals`) new jobs arrive as learned from `history` (finished
-    `TraceJob`s or `JobView`s of the last `history_window_s`: rate per hour of week and
-    partition, sizes and durations drawn from the same jobs). `samples` futures give
-    p10/p50/p90. `cluster` maps partitions to GPUs (default: the snapshot's nodes).
-    `correlated`: the jobs of one (user, partition, GPUs) draw the same duration quantile in
-    a sampled future (they are alike); False draws each job independently."""
-    from schedmate.sim.whatif import predict_from_snapshot
-
-    return predict_from_snapshot(
-        snapshot,
-        policy=policy,
-        cluster=cluster,
-        history=history,
-        samples=samples,
-        arrivals=arrivals,
-        horizon_s=horizon_s,
-        history_window_s=history_window_s,
-        semantics=semantics,
-        seed=seed,
-        correlated=correlated,
-        placement=placement,
-        gpus_per_node=gpus_per_node,
     )
 
 

@@ -354,7 +354,17 @@ def predict_from_snapshot(
     placement: str = "pool",
     gpus_per_node: int = 8,
 ) -> list[StartPrediction]:
-    """The SDK's `predict_starts` (sdk/sim.py documents it)."""
+    """Predicted start times of the snapshot's pending jobs.
+
+    The forward simulation starts from the snapshot: running jobs keep their GPUs for their
+    ETA (the tracker's `eta_s`, else a draw from the durations of similar finished jobs that
+    ran at least as long), pending jobs take their `estimate_s` or a draw from similar jobs'
+    durations, and (with `arrivals`) new jobs arrive as learned from `history` (finished
+    `TraceJob`s or `JobView`s of the last `history_window_s`: rate per hour of week and
+    partition, sizes and durations drawn from the same jobs). `samples` futures give
+    p10/p50/p90. `cluster` maps partitions to GPUs (default: the snapshot's nodes).
+    `correlated`: the jobs of one (user, partition, GPUs) draw the same duration quantile in
+    a sampled future (they are alike); False draws each job independently."""
     Pred = StartPrediction
     from schedmate.sim.policies import make_policy
     from schedmate.sim.semantics import parse_semantics
