@@ -71,6 +71,9 @@ class ProgressSample:
     timestamp: float | None = None
     is_eval: bool = False
     summary: bool = False  # an end-of-epoch / end-of-run report (final, best, done...)
+    # a counter line whose metrics are all evaluation metrics (boosting rounds scored on a
+    # validation set only): training progress when the log shows no other
+    eval_metrics_only: bool = False
 
     def has_metrics_besides_counters(self) -> bool:
         return self.loss_is_nan or any(

@@ -34,7 +34,7 @@ _ERROR = re.compile(
     r"Traceback \(most recent call last\)"
     r"|^\s*(?:\[[^\]]*\]\s*)*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|$)"
     r"|\b(?:ERROR|FATAL|CRITICAL|PANIC)\b|Fatal error|Segmentation fault|core dumped|\bBus error\b"
-    r"|\bKilled\b|oom-kill|\berror:|^\s*\[E[\s\d]|^\s*E\d{4} |\bterminate called\b"
+    r"|\bKilled\b|oom-kill|(?<![-_./'])\berror:(?!\s*[-+.\d])|^\s*\[E[\s\d]|^\s*E\d{4} |\bterminate called\b"
     r"|Uncorrectable ECC|\bXid\b",
 )
 _WARNING = re.compile(
@@ -80,12 +80,17 @@ def is_training_progress(text: str) -> bool:
     """True when the parser finds a step counter, a loss or a step time on the line."""
     c = parse_line(text)
     v = c.values
+    if c.stage_label:
+        return False
     return (
         ("step" in v and (len(v) > 2 or c.is_bar))
         or "loss" in v
         # a step time alone is progress on a record's continuation line, not on a line of its own
         or ("step_time" in v and (len(v) > 1 or c.n_metrics + c.n_other_keys > 1 or text[:1].isspace()))
         or ("step" in v and c.n_metrics >= 1)
+        # a counter with only evaluation metrics (`[12] valid-auc:0.81`): kept as an
+        # evaluation sample; it is the progress of a loop that reports nothing else
+        or ("step" in v and c.n_eval_keys >= 1 and not c.eval_context)
     )
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "RATE_UNITS",
     "TIME_PER_STEP_UNITS",
     "THROUGHPUT_WORDS",
+    "PHASE_WORDS",
 ]
 
 _SEP = re.compile(r"[\s\-]+")
@@ -64,6 +65,8 @@ class Lexicon:
     error_metrics: frozenset[str]
     component_before_loss: frozenset[str]
     training_set_words: frozenset[str]
+    counter_nouns: frozenset[str]
+    counter_modifiers: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -81,6 +84,8 @@ def lexicon() -> Lexicon:
         error_metrics=frozenset(raw["error_metrics"]),
         component_before_loss=frozenset(raw["component_before_loss"]),
         training_set_words=frozenset(raw["training_set_words"]),
+        counter_nouns=frozenset(raw["counter_nouns"]),
+        counter_modifiers=frozenset(raw["counter_modifiers"]),
     )
 
 
@@ -149,11 +154,67 @@ def field_for_key(key: str) -> tuple[str, int] | None:
         # a specific time key only: `time_ms` alone is as often a wall-clock timestamp
         if hit is not None and hit[1] <= 1 and hit[0] in ("step_time", "outer_time", "elapsed", "remaining"):
             return hit[0], hit[1] + 1
+    if _RATE_KEY.search(key):
+        return "step_rate", 2
     words = key_words(key)
-    return _loss_role(words) or _set_metric_role(words)
+    return _loss_role(words) or _set_metric_role(words) or _counter_role(words) or _time_role(words)
 
 
-_UNIT_SUFFIX = re.compile(r"(?:_|\()(?:ms|s|sec|secs|seconds)\)?$")
+# parts of a step (`forward_time`, `data_time`, `optim_step_time`) are not the step's time
+PHASE_WORDS = frozenset(
+    {
+        "forward",
+        "fwd",
+        "backward",
+        "bwd",
+        "optim",
+        "optimizer",
+        "data",
+        "dataloader",
+        "load",
+        "loading",
+        "io",
+        "comm",
+        "sync",
+        "allreduce",
+        "fetch",
+        "prep",
+        "preprocess",
+        "h2d",
+    }
+)
+_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "it", "update"})
+_DURATION_WORDS = frozenset({"time", "timing", "duration", "cost", "latency", "secs", "seconds"})
+
+
+def _time_role(words: list[str]) -> tuple[str, int] | None:
+    """A duration of one step, named by its words (`train_step_timing`, `batch_latency`)."""
+    if (
+        any(w in _DURATION_WORDS for w in words)
+        and any(w in _STEP_NOUNS for w in words)
+        and not any(w in PHASE_WORDS for w in words)
+    ):
+        return "step_time", 2
+    return None
+
+
+def _counter_role(words: list[str]) -> tuple[str, int] | None:
+    """A counted unit with only neutral words beside it (`updates_done`, `timesteps_total`)."""
+    lex = lexicon()
+    nouns = [i for i, w in enumerate(words) if w in lex.counter_nouns]
+    if len(nouns) != 1 or len(words) < 2:
+        return None
+    n = nouns[0]
+    if all(w in lex.counter_modifiers or (w == "total" and i > n) for i, w in enumerate(words) if i != n):
+        return "step", 3
+    return None
+
+
+_UNIT_SUFFIX = re.compile(r"(?:_in_|_\(?|\()(?:ms|s|sec|secs|seconds)\)?$")
+# a rate key built from a count noun: `batches_per_sec`, `iters/s`, `updates_per_second`
+_RATE_KEY = re.compile(
+    r"(?:^|[_/])(?:steps?|iters?|iterations?|batch(?:es)?|updates?|it)(?:_per_|/)(?:s|sec|second)$"
+)
 
 
 def _set_metric_role(words: list[str]) -> tuple[str, int] | None:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from schedmate.tracker.fields import (
+    PHASE_WORDS,
     RATE_UNITS,
     THROUGHPUT_WORDS,
     TIME_PER_STEP_UNITS,
@@ -24,12 +25,20 @@ from schedmate.tracker.fields import (
     normalise_key,
 )
 
-__all__ = ["Candidates", "parse_line", "split_glued", "parse_duration", "strip_timestamps", "EVAL_WORDS"]
+__all__ = [
+    "Candidates",
+    "parse_line",
+    "parse_kv_row",
+    "split_glued",
+    "parse_duration",
+    "strip_timestamps",
+    "EVAL_WORDS",
+]
 
 NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _DUR_COLON = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 _DUR_HMS = r"(?:\d+(?:\.\d+)?d\s*)?(?:\d+(?:\.\d+)?h\s*)?(?:\d+(?:\.\d+)?m(?!s)\s*)?\d+(?:\.\d+)?s\b"
-_UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|%|[KMGT]i?B|[KMGT]b|[KMGT](?![a-z]))?"
+_UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|毫秒|秒|分钟|%|[KMGT]i?B|[KMGT]b|[KMGT](?![a-z]))?"
 
 _TIMESTAMP = re.compile(
     r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
@@ -50,7 +59,7 @@ _BAR_NOTOTAL = re.compile(
     r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s"
 )
 
-_KEY = r"[^\W\d][\w./\-]*(?:\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
+_KEY = r"[^\W\d][\w./\-]*(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
     r"(?P<u>" + _UNIT + r"(?:/[A-Za-z]+)?)"
@@ -66,6 +75,7 @@ _RATE = re.compile(
     + NUM
     + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter|epoch)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
+    r"(?!\s*[:=])"  # `samples/sec: 125` is a key, not the unit of the number before it
 )
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
@@ -74,8 +84,9 @@ _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
     re.I,
 )
-# `[N]` then a space, or `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
-_LEADING_COUNTER = re.compile(r"^\s*(?:\[(?P<n>\d+)\]\s|(?P<m>\d+):\t)")
+# `[N]` (or `[N]:`) then a space, after any bracketed log prefix (`[INFO] [thread] [N]`), or
+# `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
+_LEADING_COUNTER = re.compile(r"^\s*(?:(?:\[[^\]]*[^\d\]][^\]]*\]\s*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+):\t)")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
@@ -127,6 +138,8 @@ class Candidates:
     is_summary: bool = False
     n_metrics: int = 0
     eval_metric: bool = False
+    eval_context: bool = False  # evaluation by the line's label or section, not only its metrics
+    phase_times: list[float] = field(default_factory=list)  # forward_time, data_time...
     n_eval_keys: int = 0
     n_other_keys: int = 0
     components: list[float] = field(default_factory=list)
@@ -135,6 +148,7 @@ class Candidates:
     outer_counter: bool = False
     first_role: str | None = None
     is_summary_line: bool = False
+    stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
 
     def put(self, name: str, rank: int, value: float) -> None:
@@ -177,7 +191,11 @@ def _to_float(text: str) -> float | None:
 
 
 # a logger's source location `package.module:function:123` is not `function: 123`
-_SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b")
+# and a source file's line (`train.py:123]`, glog's `140 solver.cpp:228]`) is not a counter either
+_SOURCE_LOCATION = re.compile(
+    r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b"
+    r"|(?:\b\d+\s+)?\b[\w.\-/]+\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d+\b\]?"
+)
 
 
 def strip_timestamps(text: str) -> str:
@@ -193,8 +211,11 @@ def split_glued(text: str) -> list[str]:
     return [p for p in parts if p.strip()] or [text]
 
 
+_UNIT_WORDS = {"毫秒": "ms", "秒": "s", "分钟": "min"}
+
+
 def _seconds(value: float, unit: str) -> float:
-    u = unit.lower()
+    u = _UNIT_WORDS.get(unit, unit).lower()
     if u.startswith("ms"):
         return value / 1000.0
     if u.startswith(("us", "µs")):
@@ -249,6 +270,8 @@ _LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
 
+_TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
+_TIME_WORDS = {"time", "t", "ms", "s", "sec", "secs", "cost", "duration"}
 _GENERIC_TIME = {"time", "seconds", "secs", "duration", "tiempo", "zeit", "temps", "耗时"}
 
 
@@ -263,11 +286,13 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
     words = raw_key.lower().split()
     for i in range(1, len(words)):
         suffix = normalise_key(" ".join(words[i:]))
-        hit = field_for_key(suffix)
+        hit = field_for_key(suffix) if len(suffix) > 1 else None  # not the unit of `timing in s`
         if hit is not None:
             head = " ".join(words[:i])
             if is_eval_key(head):
                 return key, None
+            if hit[0] == "step" and set(head.split()) & _TOTAL_WORDS:
+                return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
             if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(head):
                 return key, None
             return suffix, hit
@@ -285,6 +310,12 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
                 c.eval_metric = True
             return False
         c.n_other_keys += 1
+        words = key_words(key)
+        if len(words) > 1 and words[-1] in _TIME_WORDS and any(w in PHASE_WORDS for w in words):
+            val = _to_float(raw_val)
+            if val is not None and val >= 0:  # `forward_time`, `data_time (ms)`: a phase of a step
+                c.phase_times.append(_seconds(val, "ms" if "ms" in words else unit or "s"))
+            return False
         if THROUGHPUT_WORDS.search(key) and ("per_s" in key or "/s" in key or key in ("wps", "tps", "tgs")):
             val = _to_float(raw_val)
             if val is not None and c.throughput is None:
@@ -368,7 +399,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
     c.is_bar = True
     desc = text[: m.start()]
     if EVAL_WORDS.search(desc):
-        c.is_eval = True
+        c.is_eval = c.eval_context = True
     if m["n"] == "0" and m["rate"] == "?":  # a bar that has not moved: nothing ran yet
         return desc + " " * (m.end() - m.start()) + text[m.end() :]
     c.put("step", 3, float(m["n"]))
@@ -482,12 +513,29 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
     return True
 
 
+# a two-cell table row `| key | value |` (box-drawing borders too): the key names the value
+_KV_ROW = re.compile(r"^\s*[|│┃]\s*(?P<k>[^|│┃\d\s][^|│┃]*?)\s*[|│┃]\s*(?P<v>[^|│┃\s]*)\s*[|│┃]\s*$")
+
+
+def parse_kv_row(c: Candidates, text: str) -> bool:
+    """Apply a `| key | value |` row to `c` (rows of one table accumulate); False if not a row."""
+    row = _KV_ROW.match(text)
+    if row is None:
+        return False
+    m = _VALUE_UNIT.match(row["v"]) if row["v"] else None  # an empty value: a section row (`train/`)
+    if m is not None and _apply_kv(c, row["k"], m["v"], m["u"] or ""):
+        c.n_metrics += 1
+    return True
+
+
 def parse_line(text: str) -> Candidates:
     """Everything metric-like on one line (no cross-line context)."""
     c = Candidates()
     if not _HAS_NUMBER.search(text):
         return c
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
+        return c
+    if parse_kv_row(c, text):
         return c
     body = strip_timestamps(text)
     if "%" in body and "/" in body:
@@ -523,7 +571,7 @@ def parse_line(text: str) -> Candidates:
     rest = _parse_kvs(c, _blank(body, spans))
     c.rest = rest
     if not c.is_bar and EVAL_WORDS.search(rest):
-        c.is_eval = True
+        c.is_eval = c.eval_context = True
     fracs = list(_FRACTION.finditer(rest))
     if fracs:
         step = c.get("step")
@@ -538,7 +586,7 @@ def parse_line(text: str) -> Candidates:
             for f in fracs:
                 if float(f["n"]) == step and float(f["d"]) >= step:
                     c.put("total_steps", 4, float(f["d"]))
-    if "step" not in c.values and "epoch" not in c.values and "loss" in c.values:
+    if "step" not in c.values and "epoch" not in c.values and ("loss" in c.values or c.n_eval_keys):
         lead = _LEADING_COUNTER.match(rest)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
@@ -549,9 +597,29 @@ def parse_line(text: str) -> Candidates:
 
 
 _WORDS = re.compile(r"[^\W\d_]+")
+
+
+def _whole_step_time(c: Candidates) -> None:
+    """A step lasts at least as long as each of its phases (forward, backward, data...): a
+    "step time" shorter than one of them is a phase itself (a data-iterator wait), and the
+    time that covers the phases together (a per-iteration `train_time`) is the step time."""
+    phases = c.phase_times
+    cur = c.get("step_time")
+    if cur is not None and cur >= 0.99 * max(phases):
+        return
+    total = sum(phases)
+    whole = [t for t in (c.get("elapsed"), c.generic_time and c.generic_time[1]) if t]
+    fits = [t for t in whole if 0.9 * total <= t <= 5 * total]
+    if cur is not None:
+        del c.values["step_time"]
+    if fits:
+        c.put("step_time", 5, min(fits))
+
+
 _BARE_DURATION = re.compile(r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec)\s*(?:$|[|,;])")
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
+_STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`, `v2`)
 
 
 def _finish(c: Candidates, body: str) -> None:
@@ -560,7 +628,7 @@ def _finish(c: Candidates, body: str) -> None:
     m = _FIRST_VALUE.search(body)
     prefix = body[: m.start()] if m else body
     if any(w.lower() in lex.eval_words for w in _WORDS.findall(prefix)):
-        c.is_eval = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
+        c.is_eval = c.eval_context = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
     v = c.values
     # evaluation keys whose value is a record: `eval_acc: {"epoch": 1, ...}` is an evaluation record
     rec_eval = any(is_eval_key(normalise_key(k)) for k in _KEY_BEFORE_RECORD.findall(body))
@@ -588,6 +656,12 @@ def _finish(c: Candidates, body: str) -> None:
             c.put("step_time", c.outer_time[0] + 2, c.outer_time[1])
         elif not c.outer_counter and c.generic_time is not None:
             c.put("step_time", c.generic_time[0], c.generic_time[1])
+    if c.phase_times:
+        _whole_step_time(c)
+    if not c.is_bar and set(v) <= {"step", "epoch"} and not c.total_epochs and not c.n_other_keys:
+        first = _FIRST_VALUE.search(c.rest)
+        after = c.rest[first.end() :] if first is not None else c.rest
+        c.stage_label = len(_WORDS.findall(after)) >= 2 and not _STANDALONE_NUMBER.search(after)
     low = body.lower()
     words = set(_WORDS.findall(low))
     c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words)

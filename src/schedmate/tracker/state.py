@@ -20,10 +20,25 @@ from functools import lru_cache
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
-from schedmate.tracker.parse import Candidates, parse_line, split_glued, strip_timestamps
+from schedmate.tracker.parse import (
+    Candidates,
+    parse_duration,
+    parse_kv_row,
+    parse_line,
+    split_glued,
+    strip_timestamps,
+)
 from schedmate.tracker.templates import mask_line
 
-__all__ = ["sample_from_line", "TableReader", "Sections", "summarize", "EventDetector", "parse_timestamp"]
+__all__ = [
+    "sample_from_line",
+    "TableReader",
+    "KeyValueTable",
+    "Sections",
+    "summarize",
+    "EventDetector",
+    "parse_timestamp",
+]
 
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
 
@@ -57,7 +72,12 @@ def _sample(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
         line_no=line_no,
         text=text,
         step=int(step) if step is not None and math.isfinite(step) else None,
-        total_steps=int(total) if total is not None and math.isfinite(total) and total > 0 else None,
+        # a total smaller than the step counts something else (`STEP: 49/377 -- GLOBAL_STEP: 370050`)
+        total_steps=(
+            int(total)
+            if total is not None and math.isfinite(total) and total > 0 and (step is None or total >= step)
+            else None
+        ),
         epoch=g("epoch"),
         total_epochs=c.total_epochs,
         loss=None if loss is None or math.isnan(loss) else loss,
@@ -69,6 +89,7 @@ def _sample(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
         remaining_s=g("remaining"),
         timestamp=parse_timestamp(text),
         is_eval=c.is_eval or c.is_summary,
+        eval_metrics_only=c.is_eval and not (c.eval_context or c.is_summary) and step is not None,
         summary=c.is_summary or (c.is_summary_line and not c.is_eval),
     )
     return s
@@ -92,14 +113,78 @@ _ROW_TOKEN = re.compile(
 _COLUMN_GAP = re.compile(r"\s{2,}|\t")
 
 
+class KeyValueTable:
+    """A table of `| key | value |` rows is one record (a logger's dump per interval), read
+    when a line that is not a row ends it. Its progress line is the row of its best-ranked
+    counter (the global step: `total_timesteps` over `iterations` or `n_updates`), and like
+    any progress line that row states its own fields only; a table without a counter gives
+    its values as one step-less record."""
+
+    def __init__(self) -> None:
+        self.best: tuple[int, int, str, Candidates] | None = None  # rank, line, text, values
+        self.merged: Candidates | None = None
+        self.last: tuple[int, str] = (0, "")
+
+    def offer(self, line_no: int, text: str) -> bool:
+        """Take a row (True), or refuse a line that is not one (False: the caller flushes)."""
+        if "|" not in text and "│" not in text and "┃" not in text:
+            return False
+        row = Candidates()
+        if not parse_kv_row(row, text):
+            return False
+        merged = self.merged if self.merged is not None else Candidates()
+        parse_kv_row(merged, text)
+        self.merged = merged
+        step = row.values.get("step")
+        if step is not None and (self.best is None or step[0] < self.best[0]):
+            self.best = (step[0], line_no, text, row)
+        if row.values:
+            self.last = (line_no, text)
+        return True
+
+    def flush(self) -> ProgressSample | None:
+        best, merged, (line_no, text) = self.best, self.merged, self.last
+        self.best, self.merged, self.last = None, None, (0, "")
+        if best is not None:
+            return _sample(best[1], best[2], best[3])
+        return _sample(line_no, text, merged) if merged is not None and text else None
+
+
+_BORDER = re.compile(r"[|│┃]")
+_CELL_NAME = re.compile(r"^[^\W\d][\w/().%\- ]{0,40}$")
+
+
+def _cells(text: str) -> tuple[str, list[str]] | None:
+    """A delimited table line's cells: `| a | b |` (pipes or box-drawing), `a,b,c`, `a;b;c`;
+    None for a whitespace-aligned line."""
+    t = text.strip()
+    if t[:1] in "|│┃" and t[-1:] in "|│┃" and len(t) > 2:
+        return "|", [c.strip() for c in _BORDER.split(t[1:-1])]
+    for d in (",", ";"):
+        if t.count(d) >= 1 and " " not in t.replace(d + " ", d).strip():
+            return d, [c.strip() for c in t.split(d)]
+    return None
+
+
 class TableReader:
-    """Tables printed as a header line followed by numeric rows (TSV logs, YOLO tables)."""
+    """Tables printed as a header line followed by numeric rows: whitespace-aligned (TSV
+    logs, YOLO tables), pipe-bordered (`| epoch | loss |`) or comma/semicolon-separated."""
 
     def __init__(self) -> None:
         self.header: list[str] | None = None
         self.columns: list[str] | None = None  # multi-word column names (`Train Loss`), by gaps
+        self.delim: str | None = None  # None: whitespace-aligned
 
     def offer_header(self, text: str) -> bool:
+        cells = _cells(text)
+        if cells is not None:
+            delim, names = cells
+            if 2 <= len(names) <= 30 and all(_CELL_NAME.match(n) for n in names):
+                keys = [normalise_key(n) for n in names]
+                if any(field_for_key(k) is not None for k in keys):
+                    self.header, self.columns, self.delim = keys, None, delim
+                    return True
+            return False
         toks = text.split()
         if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
             keys = [normalise_key(t) for t in toks]
@@ -107,24 +192,38 @@ class TableReader:
             if any(field_for_key(k) is not None for k in keys + cols):
                 self.header = keys
                 self.columns = cols if len(cols) != len(keys) else None
+                self.delim = None
                 return True
         return False
 
     def row(self, line_no: int, text: str) -> ProgressSample | None:
         if self.header is None:
             return None
-        toks = text.split()
         n = len(self.header)
-        if self.columns is not None and len(toks) == len(self.columns) < n:
-            header, n = self.columns, len(self.columns)
+        if self.delim is not None:
+            cells = _cells(text)
+            if cells is None or cells[0] != self.delim or len(cells[1]) != n:
+                return None
+            toks, header = cells[1], self.header
+            if not all(_ROW_TOKEN.match(t) or not t for t in toks) or not any(toks):
+                return None
+            c = Candidates()
         else:
-            header = self.header
-        if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
-            return None
-        c = parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :]) if len(toks) > n else Candidates()
+            toks = text.split()
+            if self.columns is not None and len(toks) == len(self.columns) < n:
+                header, n = self.columns, len(self.columns)
+            else:
+                header = self.header
+            if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
+                return None
+            c = (
+                parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :])
+                if len(toks) > n
+                else Candidates()
+            )
         for key, tok in zip(header, toks[:n], strict=True):
             hit = field_for_key(key)
-            if hit is None:
+            if hit is None or not tok:
                 continue
             name, rank = hit
             tok = tok.rstrip(":")
@@ -140,12 +239,29 @@ class TableReader:
                     c.put(name, rank, float(tok.replace(",", "")))
                     if name == "loss" and math.isnan(float(tok)):
                         c.loss_is_nan = True
+                elif name in ("step_time", "outer_time"):
+                    _table_time(c, name, rank, tok)
             except ValueError:
                 continue
         epoch = c.get("epoch")
         if "step" not in c.values and epoch is not None and len(toks) == n:
             c.put("step", 6, epoch)  # an epoch column is a plain table's only counter
+            if (t := c.generic_time or c.outer_time) is not None and "step_time" not in c.values:
+                c.put("step_time", t[0] + 2, t[1])  # a per-epoch table's time column
+        elif c.generic_time is not None and "step_time" not in c.values:
+            c.put("step_time", c.generic_time[0], c.generic_time[1])
         return _sample(line_no, text, c)
+
+
+def _table_time(c: Candidates, name: str, rank: int, tok: str) -> None:
+    """A time cell: seconds, or a clock duration (`00:44`, `1:02:03`)."""
+    secs = parse_duration(tok) if ":" in tok else float(tok)
+    if secs is None or not secs > 0:
+        return
+    if name == "outer_time":
+        c.outer_time = (rank, secs)
+    else:
+        c.generic_time = (rank, secs)
 
 
 _WORD = re.compile(r"[^\W\d_]+")
@@ -248,7 +364,7 @@ def summarize(
     counter line, the metrics line printed beside a bar for the same step). Values of an
     earlier record (another step, or before an evaluation block) are not carried over.
     """
-    samples = _after_run_end(samples)
+    samples = _rounds_without_training(_after_run_end(samples))
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _drop_trailing_summaries(train)
     if not train:
@@ -326,6 +442,20 @@ def summarize(
         events=tuple(events),
         log_eta_s=log_eta,
     )
+
+
+def _rounds_without_training(
+    samples: list[tuple[ProgressSample, bool]],
+) -> list[tuple[ProgressSample, bool]]:
+    """A loop whose counter lines carry only evaluation metrics (boosting rounds scored on a
+    validation set, `Epoch 7 | Val loss ...`) is the training progress of a log that has no
+    other: its rounds count, with no training loss."""
+    if any(not s.is_eval and s.step is not None for s, _ in samples):
+        return samples
+    rounds = [s.step for s, _ in samples if s.eval_metrics_only and s.step is not None]
+    if len(rounds) < 2 or rounds[-1] <= rounds[0]:
+        return samples
+    return [(replace(s, is_eval=False) if s.eval_metrics_only else s, bar) for s, bar in samples]
 
 
 def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:

@@ -24,7 +24,14 @@ from schedmate.logio import (
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
-from schedmate.tracker.state import EventDetector, Sections, TableReader, sample_from_line, summarize
+from schedmate.tracker.state import (
+    EventDetector,
+    KeyValueTable,
+    Sections,
+    TableReader,
+    sample_from_line,
+    summarize,
+)
 from schedmate.tracker.templates import mask_line
 
 __all__ = ["MetricTracker", "TrackUpdate"]
@@ -32,6 +39,39 @@ __all__ = ["MetricTracker", "TrackUpdate"]
 _CONFIG_TOTAL = re.compile(
     r"max_iter|max_steps|num_iterations|total_steps|train_iters|num_training_steps", re.I
 )
+
+
+def _unterminated(path: Path) -> bool:
+    """The log's last line has no line break yet (a line being written, or a cut paste)."""
+    try:
+        with open_log(path) as fh:
+            fh.seek(0, 2)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, 2)
+            return fh.read(1) not in (b"\n", b"\r")
+    except (OSError, ValueError):
+        return False
+
+
+def _without_cut_line(
+    samples: list[tuple[ProgressSample, bool]], last: str
+) -> list[tuple[ProgressSample, bool]]:
+    """An unterminated last line may be cut inside its last value (`loss=0.2` of `loss=0.28`):
+    it adds nothing reliable when a complete line already reported its step."""
+    n = 0
+    while n < len(samples) and samples[-1 - n][0].text in last:
+        n += 1
+    if n == 0 or n == len(samples):
+        return samples
+    tail, head = samples[-n:], samples[:-n]
+    steps = {s.step for s, _ in tail if s.step is not None and not s.is_eval}
+    if not steps:
+        return samples
+    recent = head[-200:]
+    if all(any(h.step == st and not h.is_eval for h, _ in recent) for st in steps):
+        return head
+    return samples
 
 
 def _config_total_of(text: str) -> int | None:
@@ -80,13 +120,14 @@ class MetricTracker:
         window: list[str] = []  # newest line first
         size = 0
         result = TrackResult(file=str(path))
+        cut = _unterminated(p)
         reached_start = True
         dropped = False
         for text in iter_lines_reverse(p, max_line_chars=cfg.max_line_bytes):
             window.append(text)
             size += len(text) + 1
             if size >= cfg.tail_bytes:
-                result = self._track_window(str(path), window[::-1], whole=False)
+                result = self._track_window(str(path), window[::-1], whole=False, cut_last=cut)
                 if result.has_progress:
                     reached_start = False
                     break
@@ -94,7 +135,9 @@ class MetricTracker:
                 # stays bounded by tail_bytes however far back the progress (if any) is
                 window, size, dropped = [], 0, True
         if reached_start:
-            result = self._track_window(str(path), window[::-1], whole=not dropped)
+            result = self._track_window(
+                str(path), window[::-1], whole=not dropped, cut_last=cut and not dropped
+            )
         if result.has_progress and result.total_steps is None and not reached_start:
             total = self._config_total(p)
             if total and result.step is not None and result.step <= total:
@@ -161,8 +204,12 @@ class MetricTracker:
                 got = [(s, False, None)]
         return got
 
-    def _track_window(self, file: str, lines: list[str], *, whole: bool) -> TrackResult:
+    def _track_window(
+        self, file: str, lines: list[str], *, whole: bool, cut_last: bool = False
+    ) -> TrackResult:
         samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
+        if cut_last and lines:
+            samples = _without_cut_line(samples, lines[-1])
         det = self._detector()
         events: list[TrackEvent] = []
         for s, _ in samples:
@@ -199,9 +246,14 @@ class MetricTracker:
         batch_size: float | None = None
         config_total: int | None = None
         sections = Sections()
+        kv = KeyValueTable()
         for i in range(first, len(lines)):
             text, kind = lines[i], kinds[i]
             no = first_line_no + i if first_line_no else 0
+            if kv.offer(no, text):
+                continue
+            if (done := kv.flush()) is not None:
+                samples.append((sections.mark(done), False))
             got = self._line_samples(table, no, text, kind)
             for s, bar, bs in got:
                 samples.append((sections.mark(s), bar))
@@ -212,6 +264,8 @@ class MetricTracker:
                     samples.append((marker, False))
             if not got and kind is LineKind.INFO:
                 config_total = _config_total_of(text) or config_total
+        if (done := kv.flush()) is not None:
+            samples.append((sections.mark(done), False))
         return samples, batch_size, config_total
 
     def _config_total(self, path: Path) -> int | None:
@@ -277,6 +331,7 @@ class MetricTracker:
         events: deque[TrackEvent] = deque(maxlen=100)
         idle: list[TrackEvent] = []
         table = TableReader()
+        kv = KeyValueTable()
         sections = Sections()
         embed = self._use_llm()
 
@@ -291,8 +346,12 @@ class MetricTracker:
         for line in follow_lines(Path(path), poll_s=poll_s, stop=_poll):
             new: list[TrackEvent] = idle[:]
             idle.clear()
+            if kv.offer(line.no, line.text):
+                continue  # a key/value table counts when it ends
+            done = kv.flush()
             kind = self.classifier.classify_batch([line.text], embed=embed)[0]
-            got = [
+            got = [(sections.mark(done), False)] if done is not None else []
+            got += [
                 (sections.mark(s), bar) for s, bar, _ in self._line_samples(table, line.no, line.text, kind)
             ]
             if not got and kind is not LineKind.PROGRESS:

@@ -1,0 +1,256 @@
+"""Line and record structures met on unseen logs (issue 10, third pass).
+
+Every case is a variant written here (keys, separators, languages and orders of our own),
+none is a line of a data set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schedmate.core.settings import TrackerSettings
+from schedmate.tracker import LineClassifier, MetricTracker
+from schedmate.tracker.classify import is_training_progress
+from schedmate.tracker.fields import field_for_key
+from schedmate.tracker.parse import parse_line
+
+
+def vals(line: str) -> dict[str, float]:
+    return {k: v[1] for k, v in parse_line(line).values.items()}
+
+
+def track(text: str, tmp_path: Path, name: str = "t.log") -> dict:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    tr = MetricTracker(TrackerSettings(use_llm=False), classifier=LineClassifier(embedder=None))
+    return tr.track_file(p, live=False).to_json_dict()
+
+
+# --- key/value tables: `| key | value |` rows, one record between borders ----------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "want"),
+    [
+        ("|    updates_done      | 1200       |", {"step": 1200}),
+        ("│ total_loss │ 0.8125 │", {"loss": 0.8125}),
+        ("| train_loss   | 1.700    |", {"loss": 1.7}),
+    ],
+)
+def test_key_value_table_rows(row: str, want: dict[str, float]) -> None:
+    v = vals(row)
+    assert {k: v.get(k) for k in want} == want
+
+
+def test_a_key_value_table_is_one_record(tmp_path: Path) -> None:
+    block = (
+        "+-------------------+---------+\n"
+        "| episode_reward    | {r}     |\n"
+        "| env_steps_total   | {s}     |\n"
+        "| policy_loss       | 0.5     |\n"
+        "| loss              | {loss}  |\n"
+        "+-------------------+---------+\n"
+    )
+    text = "".join(block.format(r=i, s=4096 * i, loss=3.0 - i / 10) for i in range(1, 4))
+    r = track(text, tmp_path)
+    # the record's progress line is its counter row, which states no loss (the data
+    # README's definition: fields stated on the progress line)
+    assert (r["step"], r["loss"]) == (3 * 4096, None)
+    assert r["last_progress_line"].strip().startswith("| env_steps_total")
+
+
+def test_the_best_ranked_counter_of_a_table_is_its_step(tmp_path: Path) -> None:
+    text = "| rounds | 7 |\n| global_step | 3584 |\n| n_updates | 18 |\n| lr | 0.1 |\n---\n"
+    assert track(text, tmp_path)["step"] == 3584
+
+
+def test_a_table_without_a_counter_gives_its_values(tmp_path: Path) -> None:
+    text = "step 10 loss 3.0\n| train_loss | 2.5 |\n| grad_norm | 1.0 |\n"
+    assert track(text, tmp_path)["loss"] == 2.5
+
+
+# --- delimited tables: a header of column names, then rows ----------------------------------
+
+
+def test_comma_separated_rows_under_a_header(tmp_path: Path) -> None:
+    text = "ep,trn_loss,valid_loss,acc\n" + "".join(
+        f"{i},{2 / i:.3f},{2.5 / i:.3f},0.5\n" for i in range(1, 5)
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (4, 0.5)
+
+
+def test_pipe_bordered_header_and_rows(tmp_path: Path) -> None:
+    text = "| iteration | loss | time |\n|---|---|---|\n" + "".join(
+        f"| {i * 50} | {1 / i:.4f} | 0.25 |\n" for i in range(1, 4)
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (150, 0.3333, 0.25)
+
+
+def test_a_per_epoch_table_time_column_in_clock_form(tmp_path: Path) -> None:
+    text = "epoch   train_loss   valid_loss   time\n0   0.90   0.95   01:10\n1   0.70   0.80   01:05\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (1, 0.7, 65.0)
+
+
+# --- units, spellings and languages ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "want"),
+    [
+        ("步数: 40, 损失: 0.9, 耗时: 250毫秒", "step_time", 0.25),
+        ("ステップ 300/500 損失: 0.70", "step", 300),
+        ("에폭 2 스텝 120 손실 0.33", "loss", 0.33),
+        ("шаг 15 потери 1.25", "step", 15),
+        ("it 8 | loss 1.9 | fwd bwd time (s): 0.77", "step_time", None),  # a phase, not the step
+        ("updates 40 loss 2.2 step time (s): 0.4 examples/s: 99", "step_time", 0.4),
+        ("n 3 | loss 1.0 | batches_per_sec: 4.0", "step_time", 0.25),
+    ],
+)
+def test_units_and_spellings(line: str, key: str, want: float | None) -> None:
+    assert vals(line).get(key) == pytest.approx(want) if want is not None else key not in vals(line)
+
+
+def test_a_rate_key_after_a_number_is_not_its_unit() -> None:
+    v = vals("iters: 12 loss: 3.1 dt (s): 0.61 tokens/sec: 4000")
+    assert v.get("step_time") == pytest.approx(0.61)
+
+
+@pytest.mark.parametrize(
+    ("key", "role"),
+    [
+        ("optim/updates_per_second", "step_rate"),
+        ("iters_per_sec", "step_rate"),
+        ("samples_per_sec", None),
+        ("step_time_(ms)", "step_time"),
+    ],
+)
+def test_rate_and_unit_keys(key: str, role: str | None) -> None:
+    hit = field_for_key(key)
+    assert (hit[0] if hit else None) == role
+
+
+# --- counters: a bracketed round after a log prefix; a global step wins -----------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("[WARN] [worker-3] [tracker] [88]\ttrain-mae:0.31", 88),
+        ("[17]:  trn's l1:0.25   holdout's l1:0.29", 17),
+        ("W0311 08:01:02.500 77 loop.cc:91] [640] train/loss=1.5", 640),
+    ],
+)
+def test_round_counter_after_a_log_prefix(line: str, step: int) -> None:
+    assert vals(line).get("step") == step
+
+
+def test_a_source_line_number_is_not_a_counter() -> None:
+    assert vals("I0102 10:11:12.000 99 runner.py:412] loss=0.5").get("step") is None
+
+
+def test_the_global_step_wins_over_the_step_in_the_epoch(tmp_path: Path) -> None:
+    text = "".join(f" > BATCH: {i}/50 | GLOBAL_STEP: {9000 + i} | loss: 1.5\n" for i in range(1, 4))
+    r = track(text, tmp_path)
+    assert r["step"] == 9003
+    assert r["total_steps"] is None  # 50 counts batches of the epoch, not global steps
+
+
+# --- a loop that reports only evaluation metrics ----------------------------------------------
+
+
+def test_rounds_scored_only_on_a_validation_set_are_the_progress(tmp_path: Path) -> None:
+    text = "".join(f"[{i}]\tholdout-auc:0.{70 + i}\tholdout-error:0.{30 - i}\n" for i in range(12))
+    r = track(text, tmp_path)
+    assert (r["has_progress"], r["step"], r["loss"]) == (True, 11, None)
+    assert is_training_progress("[4]\tholdout-auc:0.74")
+
+
+def test_evaluation_rounds_do_not_replace_training_progress(tmp_path: Path) -> None:
+    text = "".join(f"round {i} train_loss {1 / (i + 1):.3f}\n[{i}]\tholdout-auc:0.7\n" for i in range(5))
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (4, 0.2)
+
+
+# --- phases of a step ------------------------------------------------------------------------
+
+
+def test_a_step_time_shorter_than_a_phase_is_a_phase(tmp_path: Path) -> None:
+    line = "step {i}: data_wait=2.0e-04 fwd_time=0.20 bwd_time=0.25 optim_time=0.05 loss={loss} iter_time=2.1e-04 train_time=0.52"
+    v = vals(line.format(i=1, loss=2.0))
+    assert v.get("step_time") == pytest.approx(0.52)
+
+
+def test_a_step_time_longer_than_its_phases_stays() -> None:
+    v = vals("iter 30 | loss 0.9 | time 0.61 | data_time 0.02 | forward_time 0.3")
+    assert v.get("step_time") == pytest.approx(0.61)
+
+
+# --- lines that are not training steps -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2024-02-02 10:00:00 - INFO - Step 3: exporting the model to onnx",
+        "Stage 2: 데이터 전처리 완료",
+    ],
+)
+def test_a_numbered_stage_is_not_progress(line: str) -> None:
+    assert not is_training_progress(line)
+
+
+def test_a_numbered_stage_with_metrics_is_progress() -> None:
+    assert is_training_progress("Step 3: loss 0.52 lr 1e-4")
+
+
+# --- a last line that was cut while being written --------------------------------------------
+
+
+def test_a_cut_last_line_yields_to_a_complete_line_of_its_step(tmp_path: Path) -> None:
+    text = "worker=1 it=90 loss=0.81250 speed=12.5\nworker=0 it=90 loss=0.81197 speed=12.4\nworker=2 it=90 loss=0.8"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (90, 0.81197)
+
+
+def test_a_cut_last_line_with_a_new_step_counts(tmp_path: Path) -> None:
+    text = "it=90 loss=0.81 speed=12.5\nit=91 loss=0.80 spe"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (91, 0.8)
+
+
+def test_a_terminated_last_line_is_complete(tmp_path: Path) -> None:
+    text = "worker=1 it=90 loss=0.81250 speed=12.5\nworker=2 it=90 loss=0.8\n"
+    r = track(text, tmp_path)
+    assert r["loss"] == 0.8
+
+
+# --- keys read by their words ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "want"),
+    [
+        ("it 5 | loss 2.0 | batch_timing in ms: 310", "step_time", 0.31),
+        ("iteration 9/20 | update_latency: 0.42 | loss 1.1", "step_time", 0.42),
+        ("iter 9 | loss 1.1 | optimizer_step_time: 0.02 | time: 0.5", "step_time", 0.5),
+        ("(worker pid=7) Maximum training steps: 900", "total_steps", 900),
+    ],
+)
+def test_keys_read_by_their_words(line: str, key: str, want: float) -> None:
+    assert vals(line).get(key) == pytest.approx(want)
+
+
+def test_a_total_is_not_a_step() -> None:
+    assert "step" not in vals("(worker pid=7) Total optimisation steps: 900")
+
+
+def test_an_error_rate_metric_is_not_an_error_line() -> None:
+    from schedmate.core.types import LineKind
+    from schedmate.tracker.classify import rule_kind
+
+    assert rule_kind("[30]\ttrain-error:0.0412\theldout-error:0.0533") is LineKind.PROGRESS
+    assert rule_kind("error: could not open /data/x.bin") is LineKind.ERROR
