@@ -11,7 +11,8 @@ from schedmate.core.cluster import ClusterSnapshot, JobState, JobView, NodeView
 from schedmate.core.errors import InputError
 from schedmate.sdk.sim import predict_starts
 from schedmate.sim import Simulator, make_estimator, make_policy, synthetic_trace
-from schedmate.sim.whatif import ArrivalModel, DurationModel, snapshot_from_trace
+from schedmate.sim.startmodel import Correlation, FutureDraw, HistoryRow, _current_weight
+from schedmate.sim.whatif import ArrivalModel, DurationModel, _censored_quantile, snapshot_from_trace
 
 T0 = 1_700_000_000.0  # a live snapshot's POSIX time
 
@@ -63,23 +64,121 @@ def test_snapshot_needs_a_cluster() -> None:
 
 
 def test_duration_model_conditions_on_elapsed() -> None:
-    m = DurationModel([("u", "a", 1, d) for d in (10.0, 20.0, 100.0, 1000.0)])
-    rng = random.Random(0)
-    draws = {m.sample("u", "a", 1, rng) for _ in range(200)}
-    assert draws == {10.0, 20.0, 100.0, 1000.0}
-    left = {m.sample("u", "a", 1, rng, elapsed=50.0) for _ in range(200)}
+    m = DurationModel([HistoryRow(0.0, "u", "a", 1, d) for d in (10.0, 20.0, 100.0, 1000.0)])
+    ind = FutureDraw(random.Random(0), Correlation.INDEPENDENT)
+    assert {m.sample("u", "a", 1, ind) for _ in range(200)} == {10.0, 20.0, 100.0, 1000.0}
+    left = {m.remaining("u", "a", 1, ind, elapsed=50.0) for _ in range(200)}
     assert left == {50.0, 950.0}  # only the jobs that ran longer than 50 s
-    assert m.sample("u", "a", 1, rng, elapsed=5000.0) == 5000.0  # longer than all: as long again
-    shared: dict[tuple[str, ...], float] = {}
-    a = m.sample("u", "a", 1, rng, shared=shared)
-    assert all(m.sample("u", "a", 1, rng, shared=shared) == a for _ in range(20))  # one quantile per key
+    assert m.remaining("u", "a", 1, ind, elapsed=5000.0) == 5000.0  # longer than all: as long again
+    assert m.remaining("u", "a", 1, ind, elapsed=50.0, eta=7.0) == 7.0  # the tracker's ETA first
+    assert m.remaining("u", "a", 1, ind, elapsed=50.0, eta=700.0, limit=100.0) == 50.0  # killed at the limit
+    q = FutureDraw(random.Random(1), Correlation.QUANTILE)
+    a = m.sample("u", "a", 1, q)
+    assert all(m.sample("u", "a", 1, q) == a for _ in range(20))  # one quantile per key and future
+
+
+def test_pending_jobs_are_drawn_from_the_keys_current_jobs() -> None:
+    """History: the key's jobs ran 10 s; the 6 that started in the last day ran 500 s (a new,
+    heavier batch). With the current batch trusted, pending jobs come from it, and from the
+    running jobs' totals drawn in the same future; with too few current jobs, from history."""
+    now = 10 * 86400.0
+    old = [HistoryRow(s, "u", "a", 1, 10.0, s + 10.0) for s in range(0, 86400, 900)]
+    new = [HistoryRow(now - 3600 - i, "u", "a", 1, 500.0, now - 3000 - i) for i in range(6)]
+    m = DurationModel(old + new, now=now)
+    m.current_weight = 1.0
+    draw = FutureDraw(random.Random(0))
+    assert draw.correlation is Correlation.CURRENT
+    assert {m.sample("u", "a", 1, draw) for _ in range(50)} == {500.0}
+    m2 = DurationModel(old + new[:4], now=now)  # 4 < MIN_CURRENT
+    m2.current_weight = 1.0
+    assert m2.sample("u", "a", 1, FutureDraw(random.Random(0))) in (10.0, 500.0)
+    assert {m2.sample("u", "a", 1, FutureDraw(random.Random(s))) for s in range(30)} <= {10.0, 500.0}
+    # the running jobs of the key count as current jobs, with their totals of this future
+    m3 = DurationModel(old + new[:4], now=now)
+    m3.current_weight = 1.0
+    d3 = FutureDraw(random.Random(0))
+    for _ in range(3):
+        m3.remaining("u", "a", 1, d3, elapsed=100.0, eta=7000.0)  # total 7,100 s
+    assert {m3.sample("u", "a", 1, d3) for _ in range(200)} == {500.0, 7100.0}
+    m3.current_weight = 0.0  # the history's way
+    assert {m3.sample("u", "a", 1, FutureDraw(random.Random(2))) for _ in range(50)} <= {10.0, 500.0}
+
+
+def test_current_weight_is_learned_from_the_history() -> None:
+    day = 86400.0
+
+    def rows(means: list[float]) -> list[HistoryRow]:
+        out = []
+        for d, mean in enumerate(means):
+            for i in range(6):
+                start = d * day + i * 600
+                out.append(HistoryRow(start, "u", "a", 1, mean, start + mean))
+        return out
+
+    # a key whose level shifts and stays: the last day tells the next best
+    assert _current_weight(rows([10, 10, 1000, 1000, 1000, 50, 50, 50, 50, 50]), day, 5) > 0.6
+    # a key that alternates around its usual level: the history tells the next day better
+    assert _current_weight(rows([10, 1000] * 6), day, 5) < 0.3
+    assert _current_weight([], day, 5) == 0.5  # nothing to learn from
+
+
+def test_censored_quantiles() -> None:
+    # 10 futures, 4 started within the horizon: p10 among them, p50 and p90 after the horizon
+    assert _censored_quantile([1.0, 2.0, 3.0, 4.0], 10, 0.1) == pytest.approx(1.9)
+    assert _censored_quantile([1.0, 2.0, 3.0, 4.0], 10, 0.5) is None
+    assert _censored_quantile([], 10, 0.1) is None
+    assert _censored_quantile([1.0, 2.0, 3.0], 3, 0.5) == 2.0
+
+
+def test_sjf_orders_by_the_estimate_at_submission() -> None:
+    """A scheduler keys a job when it is submitted: job A was keyed on its user's 10-s history
+    before a 100,000-s job of that user ended; B on its user's 1,000 s. A goes first, although
+    by the snapshot's history it would be the longer one."""
+    nodes = (NodeView("n0", gpus=1, partitions=("gpu",)),)
+    history = [
+        ("a", 10.0, T0 - 5000.0),
+        ("a", 100_000.0, T0 - 45.0),
+        ("b", 1000.0, T0 - 3000.0),
+    ]
+    rows = [HistoryRow(end - dur, u, "gpu", 1, dur, end) for u, dur, end in history]
+    jobs = (
+        JobView(
+            "r", user="c", state=JobState.RUNNING, partition="gpu", gpus=1, start_time=T0 - 10, eta_s=100
+        ),
+        JobView("A", user="a", partition="gpu", gpus=1, submit_time=T0 - 50),
+        JobView("B", user="b", partition="gpu", gpus=1, submit_time=T0 - 40),
+    )
+    preds = {
+        p.job_id: p
+        for p in predict_starts(
+            ClusterSnapshot(T0, jobs, nodes), policy="sjf", history=rows, arrivals=False, samples=4
+        )
+    }
+    assert preds["A"].p90_s == pytest.approx(T0 + 100)
+    assert preds["B"].p10_s is not None and preds["B"].p10_s > T0 + 100
+
+
+def test_a_start_after_the_horizon_is_not_predicted_earlier() -> None:
+    """One GPU busy for 10 days: the pending job cannot start within a 7-day horizon, and the
+    prediction says so (None) instead of the drained cluster's start."""
+    nodes = (NodeView("n0", gpus=1, partitions=("gpu",)),)
+    jobs = (
+        JobView("r", user="c", state=JobState.RUNNING, partition="gpu", gpus=1, start_time=T0, eta_s=864_000),
+        JobView("p", user="a", partition="gpu", gpus=1, submit_time=T0, estimate_s=10),
+    )
+    (p,) = predict_starts(ClusterSnapshot(T0, jobs, nodes), arrivals=False, samples=3)
+    assert p.p10_s is None and p.p50_s is None and p.p90_s is None and p.started_in == 0
+    (p,) = predict_starts(ClusterSnapshot(T0, jobs, nodes), arrivals=False, samples=3, horizon_s=11 * 86400)
+    assert p.p50_s == pytest.approx(T0 + 864_000)
+    with pytest.raises(InputError, match="correlation"):
+        predict_starts(ClusterSnapshot(T0, jobs, nodes), correlation="nope")
 
 
 def test_arrival_model_rate() -> None:
     rng = random.Random(1)
     week = 7 * 86400.0
     # 2 weeks of history, one job every 10 min in 'a' only
-    hist = [(t, "u", "a", 1, 60.0) for t in range(0, int(2 * week), 600)]
+    hist = [HistoryRow(t, "u", "a", 1, 60.0) for t in range(0, int(2 * week), 600)]
     m = ArrivalModel(hist, 0.0, 2 * week)
     jobs = m.sample(2 * week, 86400.0, rng)
     assert {j.vc for j in jobs} == {"a"}
@@ -95,9 +194,10 @@ def test_trace_snapshot_hides_durations() -> None:
     snap, finished, history = snapshot_from_trace(jobs, truth, t)
     assert snap.time == t and snap.pending and snap.running
     assert all(j.estimate_s is None and j.eta_s is None for j in snap.jobs)  # what a live queue shows
-    done = {st.job_id for st in truth.jobs if 0 <= st.end <= t}
-    assert len(finished) == len(done)
-    assert sum(1 for h in history if h[4] > 0) == len(done)
+    done = {st.job_id: st for st in truth.jobs if 0 <= st.end <= t}
+    assert len(finished) == len(done) == sum(1 for h in history if h.finished)
+    assert sorted(r.end for r in finished) == sorted(st.end for st in done.values())
+    assert all(r.end == -1.0 for r in history if not r.finished)
     preds = predict_starts(snap, policy="fifo", cluster=cl, history=history, samples=5, seed=2)
     assert {p.job_id for p in preds} == {j.job_id for j in snap.pending}
     for p in preds:

@@ -1,15 +1,16 @@
 """What-if analysis and queue-wait prediction.
 
-`predict_starts` answers "when will each pending job start?" from a cluster snapshot: the
-running jobs with their estimated remaining time, the pending queue with estimated
-durations, and the active policy, by simulating forward with no further arrivals.
-`snapshot_at` cuts such a snapshot out of a full simulation, so predictions can be checked
-against what the full simulation later did (`evaluate_wait_prediction`).
+`predict_from_snapshot` (`sdk.sim.predict_starts`) answers "when will each pending job
+start?" from a `ClusterSnapshot` by simulating sampled futures forward: durations and arrivals
+drawn from what the cluster knows (`startmodel`), p10/p50/p90 over the futures.
+`snapshot_from_trace` cuts such a snapshot out of a replay, so predictions can be checked
+against what the replay later did. `predict_starts` / `snapshot_at` /
+`evaluate_wait_prediction` are the single-future predictor before issue 14 (true remaining
+times, estimated durations, no arrivals), kept as the benchmark's baseline.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 import statistics
@@ -22,6 +23,7 @@ from schedmate.core.errors import InputError
 from schedmate.sim.engine import SimResult, Simulator
 from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.policies import SchedulingPolicy
+from schedmate.sim.startmodel import ArrivalModel, Correlation, DurationModel, FutureDraw, HistoryRow
 from schedmate.sim.state import JobState as EngineJob
 from schedmate.sim.trace import TraceJob
 
@@ -45,7 +47,9 @@ class StartPrediction:
 __all__ = [
     "StartPrediction",
     "ArrivalModel",
+    "Correlation",
     "DurationModel",
+    "HistoryRow",
     "Snapshot",
     "evaluate_wait_prediction",
     "predict_from_snapshot",
@@ -162,180 +166,67 @@ def evaluate_wait_prediction(
 
 # -- start-time prediction from a ClusterSnapshot, with an arrival model ------------------------
 
-_WEEK_H = 168
-
-
-def _key_levels(user: str, vc: str, gpus: int) -> tuple[tuple[str, ...], ...]:
-    return ((user, vc, str(gpus)), (user, vc), (vc, str(gpus)), (vc,), ())
-
-
-class DurationModel:
-    """What the cluster knows about durations: the finished jobs of the recent history, by
-    (user, partition, GPUs), then coarser keys. A pending job's duration is drawn from the
-    most specific key's durations; a running job's remaining time from the durations of
-    those similar jobs that ran longer than it has so far (else: as long again)."""
-
-    def __init__(self, history: Sequence[tuple[str, str, int, float]]) -> None:
-        self.by_key: dict[tuple[str, ...], list[float]] = {}
-        for user, vc, gpus, dur in history:
-            for k in _key_levels(user, vc, gpus):
-                self.by_key.setdefault(k, []).append(dur)
-        for v in self.by_key.values():
-            v.sort()
-
-    def sample(
-        self,
-        user: str,
-        vc: str,
-        gpus: int,
-        rng: random.Random,
-        elapsed: float = 0.0,
-        shared: dict[tuple[str, ...], float] | None = None,
-    ) -> float:
-        """A duration (minus `elapsed`). With `shared`, the jobs of one key draw the same
-        quantile in one sampled future: a user's jobs of one kind are alike (a batch of 100
-        identical runs is not 100 independent draws), so their errors add up instead of
-        averaging out, which is what widens [p10, p90] to the real uncertainty."""
-        for k in _key_levels(user, vc, gpus):
-            durs = self.by_key.get(k)
-            if not durs:
-                continue
-            lo = bisect.bisect_right(durs, elapsed)
-            if lo < len(durs):
-                if shared is None:
-                    u = rng.random()
-                else:
-                    u = shared.get(k, -1.0)
-                    if u < 0:
-                        u = shared[k] = rng.random()
-                return max(durs[lo + int(u * (len(durs) - lo))] - elapsed, 1.0)
-        return max(elapsed, 3600.0)  # nothing that long seen: as long again (Lindy), else an hour
-
-
-class ArrivalModel:
-    """Arrivals learned from the recent history: per partition, a rate per hour of the week
-    (the counts of the window / the weeks it covers, blended half and half with the
-    partition's mean rate so that one busy hour is not taken as the rule), and jobs (user,
-    GPUs, duration) drawn from that partition's recent jobs."""
-
-    def __init__(
-        self, history: Sequence[tuple[float, str, str, int, float]], start: float, end: float
-    ) -> None:
-        span_h = max((end - start) / 3600.0, 1.0)
-        weeks = span_h / _WEEK_H
-        self.rate: dict[str, list[float]] = {}
-        self.jobs: dict[str, list[tuple[str, int, float]]] = {}
-        counts: dict[str, list[int]] = {}
-        for submit, user, vc, gpus, dur in history:
-            if not start <= submit < end:
-                continue
-            counts.setdefault(vc, [0] * _WEEK_H)[int(submit // 3600) % _WEEK_H] += 1
-            self.jobs.setdefault(vc, []).append((user, gpus, dur))
-        for vc, c in counts.items():
-            mean = sum(c) / span_h
-            per_hour = [n / max(weeks, 1.0) for n in c]
-            self.rate[vc] = [0.5 * mean + 0.5 * r for r in per_hour]
-
-    def sample(self, t0: float, horizon_s: float, rng: random.Random) -> list[TraceJob]:
-        out: list[TraceJob] = []
-        h0 = int(t0 // 3600)
-        h1 = int((t0 + horizon_s) // 3600) + 1
-        for vc, rates in self.rate.items():
-            pool = self.jobs[vc]
-            for h in range(h0, h1):
-                lam = rates[h % _WEEK_H]
-                if lam <= 0:
-                    continue
-                n = _poisson(lam, rng)
-                for _ in range(n):
-                    at = h * 3600.0 + rng.random() * 3600.0
-                    if not t0 < at <= t0 + horizon_s:
-                        continue
-                    user, gpus, dur = pool[int(rng.random() * len(pool))]
-                    out.append(TraceJob(f"_arrival{len(out)}", at, dur, gpus, vc, user))
-        out.sort(key=lambda j: j.submit_s)
-        return out
-
-
-def _poisson(lam: float, rng: random.Random) -> int:
-    if lam > 30:  # normal approximation: fast and close enough for a count of arrivals
-        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
-    limit, k, p = math.exp(-lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
-
 
 def snapshot_from_trace(
     jobs: Sequence[TraceJob], truth: SimResult, t: float
-) -> tuple[ClusterSnapshot, list[tuple[str, str, int, float]], list[tuple[float, str, str, int, float]]]:
+) -> tuple[ClusterSnapshot, list[HistoryRow], list[HistoryRow]]:
     """The state at time `t` of a replay as a `ClusterSnapshot` (what a live cluster shows:
     no durations of pending or running jobs), plus what the cluster knew then: the jobs
-    finished before `t` (user, VC, GPUs, duration) and every job submitted before `t`
-    (submit, user, VC, GPUs, duration when finished, else -1)."""
+    finished before `t` and every job submitted before `t` (duration and end when finished,
+    else -1), as `HistoryRow`s."""
     views: list[JobView] = []
-    finished: list[tuple[str, str, int, float]] = []
-    submitted: list[tuple[float, str, str, int, float]] = []
+    finished: list[HistoryRow] = []
+    submitted: list[HistoryRow] = []
     for tj, st in zip(jobs, truth.jobs, strict=False):
         if tj.submit_s > t:
             continue
         done = 0 <= st.end <= t
-        submitted.append((tj.submit_s, tj.user, tj.vc, tj.gpus, tj.duration_s if done else -1.0))
+        row = HistoryRow(tj.submit_s, tj.user, tj.vc, tj.gpus)
         if done:
-            finished.append((tj.user, tj.vc, tj.gpus, tj.duration_s))
-        elif 0 <= st.first_start <= t:
-            views.append(
-                JobView(
-                    tj.job_id,
-                    user=tj.user,
-                    state=ViewState.RUNNING,
-                    partition=tj.vc,
-                    gpus=tj.gpus,
-                    submit_time=tj.submit_s,
-                    start_time=st.first_start,
-                )
+            row = replace(row, duration=tj.duration_s, end=st.end)
+            finished.append(row)
+        submitted.append(row)
+        if done:
+            continue
+        running = 0 <= st.first_start <= t
+        views.append(
+            JobView(
+                tj.job_id,
+                user=tj.user,
+                state=ViewState.RUNNING if running else ViewState.PENDING,
+                partition=tj.vc,
+                gpus=tj.gpus,
+                submit_time=tj.submit_s,
+                start_time=st.first_start if running else None,
             )
-        elif st.first_start > t or st.first_start < 0:
-            views.append(
-                JobView(
-                    tj.job_id,
-                    user=tj.user,
-                    state=ViewState.PENDING,
-                    partition=tj.vc,
-                    gpus=tj.gpus,
-                    submit_time=tj.submit_s,
-                )
-            )
+        )
     return ClusterSnapshot(t, tuple(views)), finished, submitted
 
 
-def _history_rows(
-    history: Sequence[object],
-) -> tuple[list[tuple[str, str, int, float]], list[tuple[float, str, str, int, float]]]:
-    """Finished jobs and arrivals from TraceJobs, JobViews or (submit, user, vc, gpus, dur) rows."""
-    finished: list[tuple[str, str, int, float]] = []
-    arrivals: list[tuple[float, str, str, int, float]] = []
+def _history_rows(history: Sequence[object]) -> list[HistoryRow]:
+    """HistoryRows from TraceJobs (finished, end unknown), JobViews (finished when ended),
+    HistoryRows, or (submit, user, vc, gpus, duration[, end]) tuples (duration <= 0: not finished)."""
+    rows: list[HistoryRow] = []
     for h in history:
-        if isinstance(h, TraceJob):
-            row = (h.submit_s, h.user, h.vc, h.gpus, h.duration_s)
+        if isinstance(h, HistoryRow):
+            rows.append(h)
+        elif isinstance(h, TraceJob):
+            rows.append(HistoryRow(h.submit_s, h.user, h.vc, h.gpus, h.duration_s))
         elif isinstance(h, JobView):
-            dur = (
-                h.end_time - h.start_time
-                if h.end_time is not None and h.start_time is not None and h.state.ended
-                else -1.0
-            )
-            row = (h.submit_time or 0.0, h.user or "", h.partition or "default", max(h.gpus, 1), dur)
-        elif isinstance(h, tuple) and len(h) == 5:
-            row = (float(h[0]), str(h[1]), str(h[2]), int(h[3]), float(h[4]))
+            dur = end = -1.0
+            if h.end_time is not None and h.start_time is not None and h.state.ended:
+                dur, end = h.end_time - h.start_time, h.end_time
+            user, vc = h.user or "", h.partition or "default"
+            rows.append(HistoryRow(h.submit_time or 0.0, user, vc, max(h.gpus, 1), dur, end))
+        elif isinstance(h, tuple) and len(h) in (5, 6):
+            end = float(h[5]) if len(h) == 6 else -1.0
+            rows.append(HistoryRow(float(h[0]), str(h[1]), str(h[2]), int(h[3]), float(h[4]), end))
         else:
             raise InputError(
-                f"history: expected TraceJob, JobView or (submit, user, vc, gpus, duration), got {h!r}"
+                "history: expected TraceJob, JobView, HistoryRow or "
+                f"(submit, user, vc, gpus, duration[, end]), got {h!r}"
             )
-        arrivals.append(row)
-        if row[4] > 0:
-            finished.append((row[1], row[2], row[3], row[4]))
-    return finished, arrivals
+    return rows
 
 
 def predict_from_snapshot(
@@ -350,7 +241,7 @@ def predict_from_snapshot(
     history_window_s: float = 14 * 86400.0,
     semantics: str = "default",
     seed: int = 0,
-    correlated: bool = True,
+    correlation: Correlation | str = Correlation.CURRENT,
     placement: str = "pool",
     gpus_per_node: int = 8,
 ) -> list[StartPrediction]:
@@ -359,13 +250,14 @@ def predict_from_snapshot(
     The forward simulation starts from the snapshot: running jobs keep their GPUs for their
     ETA (the tracker's `eta_s`, else a draw from the durations of similar finished jobs that
     ran at least as long), pending jobs take their `estimate_s` or a draw from similar jobs'
-    durations, and (with `arrivals`) new jobs arrive as learned from `history` (finished
-    `TraceJob`s or `JobView`s of the last `history_window_s`: rate per hour of week and
+    durations, and (with `arrivals`) new jobs arrive as learned from `history` (`TraceJob`s,
+    `JobView`s or `HistoryRow`s of the last `history_window_s`: rate per hour of week and
     partition, sizes and durations drawn from the same jobs). `samples` futures give
-    p10/p50/p90. `cluster` maps partitions to GPUs (default: the snapshot's nodes).
-    `correlated`: the jobs of one (user, partition, GPUs) draw the same duration quantile in
-    a sampled future (they are alike); False draws each job independently."""
-    Pred = StartPrediction
+    p10/p50/p90; a future in which a job has not started within `horizon_s` counts as a start
+    after the horizon (a quantile that falls there is None). `cluster` maps partitions to
+    GPUs (default: the snapshot's nodes). `correlation`: how the drawn durations of alike
+    jobs (one user, partition and GPU count) relate within a future (`startmodel.Correlation`).
+    The policy orders pending jobs by what the scheduler knew when each was submitted."""
     from schedmate.sim.policies import make_policy
     from schedmate.sim.semantics import parse_semantics
 
@@ -374,65 +266,33 @@ def predict_from_snapshot(
     for name, v in (("horizon_s", horizon_s), ("history_window_s", history_window_s)):
         if not math.isfinite(v) or v < 0:
             raise InputError(f"{name} must be a finite number >= 0, got {v}")
+    try:
+        corr = Correlation(correlation)
+    except ValueError:
+        names = ", ".join(c.value for c in Correlation)
+        raise InputError(f"correlation must be one of {names}, got {correlation!r}") from None
     t = snapshot.time
     sem = parse_semantics(semantics)
     cl = dict(cluster) if cluster else _cluster_of(snapshot)
-    finished, arrived = _history_rows(history)
-    recent = [r for r in arrived if t - history_window_s <= r[0] < t and r[4] > 0]
-    durations = DurationModel(finished)
+    rows = _history_rows(history)
+    finished = [r for r in rows if r.finished]
+    recent = [r for r in rows if t - history_window_s <= r.submit < t and r.finished]
+    durations = DurationModel(finished, now=t)
     arrival_model = ArrivalModel(recent, t - history_window_s, t) if arrivals and recent else None
-    pending = [j for j in snapshot.pending]
-    known = {j.job_id: j.estimate_s for j in pending if j.estimate_s}
-    running = [j for j in snapshot.running]
+    pending = list(snapshot.pending)
+    running = list(snapshot.running)
+    order = _ordering_estimator(policy, semantics, finished, pending, t)
     starts: dict[str, list[float]] = {j.job_id: [] for j in pending}
-    for k in range(samples):
-        rng = random.Random(seed * 1_000_003 + k)
-        shared: dict[tuple[str, ...], float] | None = {} if correlated else None
-        pend: list[TraceJob] = []
-        for j in pending:
-            vc = j.partition or "default"
-            dur = (
-                j.estimate_s
-                if j.estimate_s
-                else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, shared=shared)
-            )
-            if j.time_limit_s:  # the scheduler ends it at its limit, whatever the draw says
-                dur = min(dur, j.time_limit_s)
-            pend.append(
-                TraceJob(
-                    j.job_id,
-                    j.submit_time if j.submit_time is not None else t,
-                    dur,
-                    max(j.gpus, 1),
-                    vc,
-                    j.user or "",
-                )
-            )
-        run: list[tuple[TraceJob, float]] = []
-        for j in running:
-            vc = j.partition or "default"
-            elapsed = t - j.start_time if j.start_time is not None else 0.0
-            left = (
-                j.eta_s
-                if j.eta_s is not None
-                else durations.sample(j.user or "", vc, max(j.gpus, 1), rng, elapsed, shared=shared)
-            )
-            if j.time_limit_s:
-                left = min(left, max(j.time_limit_s - elapsed, 1.0))
-            run.append(
-                (
-                    TraceJob(j.job_id, j.submit_time or t, elapsed + left, max(j.gpus, 1), vc, j.user or ""),
-                    left,
-                )
-            )
-        future = arrival_model.sample(t, horizon_s, rng) if arrival_model is not None else []
-        if not pend:
-            break
+    for k in range(samples if pending else 0):
+        draw = FutureDraw(random.Random(seed * 1_000_003 + k), corr)
+        run = [_running_job(j, t, durations, draw) for j in running]  # first: pending draw on them
+        pend = [_pending_job(j, t, durations, draw) for j in pending]
+        future = arrival_model.sample(t, horizon_s, draw.rng) if arrival_model is not None else []
         sim = Simulator(
             pend + future,
             cl,
             make_policy(policy, sem),
-            _ordering_estimator(policy, semantics, finished, known),
+            order,
             start_at=t,
             running=run,
             semantics=sem,
@@ -441,24 +301,40 @@ def predict_from_snapshot(
         )
         res = sim.run()
         for st in res.jobs[: len(pend)]:
-            if st.first_start >= 0:
+            if 0 <= st.first_start <= t + horizon_s:
                 starts[st.job_id].append(st.first_start)
     out = []
     for j in pending:
         s = sorted(starts[j.job_id])
-        p10: float | None
-        p50: float | None
-        p90: float | None
-        if s:
-            p10, p50, p90 = (_quantile(s, q) for q in (0.1, 0.5, 0.9))
-        else:
-            p10 = p50 = p90 = None
-        out.append(Pred(j.job_id, max(j.gpus, 1), j.partition or "default", p10, p50, p90, samples, len(s)))
+        p10, p50, p90 = (_censored_quantile(s, samples, q) for q in (0.1, 0.5, 0.9))
+        out.append(
+            StartPrediction(
+                j.job_id, max(j.gpus, 1), j.partition or "default", p10, p50, p90, samples, len(s)
+            )
+        )
     return out
 
 
+def _pending_job(j: JobView, t: float, durations: DurationModel, draw: FutureDraw) -> TraceJob:
+    vc = j.partition or "default"
+    dur = j.estimate_s if j.estimate_s else durations.sample(j.user or "", vc, max(j.gpus, 1), draw)
+    if j.time_limit_s:  # the scheduler ends it at its limit, whatever the draw says
+        dur = min(dur, j.time_limit_s)
+    submit = j.submit_time if j.submit_time is not None else t
+    return TraceJob(j.job_id, submit, dur, max(j.gpus, 1), vc, j.user or "")
+
+
+def _running_job(j: JobView, t: float, durations: DurationModel, draw: FutureDraw) -> tuple[TraceJob, float]:
+    vc = j.partition or "default"
+    elapsed = t - j.start_time if j.start_time is not None else 0.0
+    limit = j.time_limit_s or None
+    left = durations.remaining(j.user or "", vc, max(j.gpus, 1), draw, elapsed, j.eta_s, limit)
+    submit = j.submit_time if j.submit_time is not None else t
+    return TraceJob(j.job_id, submit, elapsed + left, max(j.gpus, 1), vc, j.user or ""), left
+
+
 class _KnownEstimates:
-    """The snapshot's own estimates (`JobView.estimate_s`) first, else the base estimator."""
+    """Fixed estimates for some jobs (the snapshot's pending ones), else the base estimator."""
 
     def __init__(self, base: Estimator, known: Mapping[str, float]) -> None:
         self.base, self.known, self.name = base, known, base.name
@@ -474,33 +350,50 @@ class _KnownEstimates:
 def _ordering_estimator(
     policy: str,
     semantics: str,
-    finished: Sequence[tuple[str, str, int, float]],
-    known: Mapping[str, float],
+    finished: Sequence[HistoryRow],
+    pending: Sequence[JobView],
+    t: float,
 ) -> Estimator:
-    """What the policy orders by inside a sampled future: a pending job's own estimate
-    when the snapshot has one, else the estimator the policy uses in the simulator
-    (estimators.default_estimator; a history one is trained on the finished jobs the cluster
-    knows). The drawn durations are the truth of that future."""
+    """What the policy orders by inside a sampled future (the drawn durations being the truth
+    of that future): a pending job's own `estimate_s` when the snapshot has one, else what the
+    policy's estimator (estimators.default_estimator) said when the job was submitted: a
+    scheduler keys a job once, at submission, so a history estimator is trained on the jobs
+    that had finished by then (those whose end is unknown count as finished before)."""
     from schedmate.sim.estimators import HistoryEstimator, default_estimator, make_estimator
 
     name = default_estimator(policy, semantics)
-    base: Estimator
-    if name == "history":
-        hist = HistoryEstimator()
-        for user, vc, gpus, dur in finished:
-            hist.learn(user, vc, gpus, dur)
-        base = hist
-    else:
+    known = {j.job_id: j.estimate_s for j in pending if j.estimate_s}
+    if name != "history":
         base = make_estimator(name)
-    return _KnownEstimates(base, known) if known else base
+        return _KnownEstimates(base, known) if known else base
+    hist = HistoryEstimator()
+    done = sorted(finished, key=lambda r: r.end)
+    i = 0
+    for j in sorted(pending, key=lambda j: j.submit_time if j.submit_time is not None else t):
+        at = j.submit_time if j.submit_time is not None else t
+        while i < len(done) and done[i].end <= at:
+            hist.learn(done[i].user, done[i].vc, done[i].gpus, done[i].duration)
+            i += 1
+        if j.job_id not in known:
+            vc, gpus = j.partition or "default", max(j.gpus, 1)
+            probe = EngineJob(0, j.job_id, at, 1.0, gpus, vc, j.user or "", remaining=1.0)
+            known[j.job_id] = max(hist.estimate(probe), 1.0)
+    for r in done[i:]:
+        hist.learn(r.user, r.vc, r.gpus, r.duration)
+    return _KnownEstimates(hist, known)
 
 
-def _quantile(s: list[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    pos = q * (len(s) - 1)
+def _censored_quantile(started: list[float], n: int, q: float) -> float | None:
+    """The q-quantile of n sampled starts of which `started` (sorted) are within the horizon
+    and the rest after it (None when the quantile falls after the horizon)."""
+    if not started:
+        return None
+    pos = q * (n - 1)
+    if math.ceil(pos) >= len(started):
+        return None
     lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+    hi = min(lo + 1, len(started) - 1)
+    return started[lo] + (started[hi] - started[lo]) * (pos - lo)
 
 
 def _cluster_of(snapshot: ClusterSnapshot) -> dict[str, int]:
