@@ -254,3 +254,35 @@ def test_an_error_rate_metric_is_not_an_error_line() -> None:
 
     assert rule_kind("[30]\ttrain-error:0.0412\theldout-error:0.0533") is LineKind.PROGRESS
     assert rule_kind("error: could not open /data/x.bin") is LineKind.ERROR
+
+
+def test_a_trial_table_with_name_cells(tmp_path: Path) -> None:
+    text = (
+        "| trial      | state   | host         | iter | total time (s) | loss  |\n"
+        "|------------+---------+--------------+------+----------------+-------|\n"
+        "| run_a_0001 | RUNNING | 10.1.2.3:400 |   41 |          812.5 | 0.731 |\n"
+        "| run_a_0001 | RUNNING | 10.1.2.3:400 |   42 |          830.1 | 0.725 |\n"
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (42, 0.725)
+
+
+def test_a_bar_without_total_keeps_its_rate(tmp_path: Path) -> None:
+    v = vals("cost 0.42: : 37batch [00:20,  1.85batch/s]")
+    assert v.get("step") == 37
+    assert v.get("step_time") == pytest.approx(1 / 1.85)
+
+
+def test_a_cut_number_at_the_end_of_an_unterminated_log_is_not_a_value(tmp_path: Path) -> None:
+    text = "upd 10 | lr 1e-4 | loss: 2.48113\nupd 11 | lr 1e-4 | loss: 2"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (11, None)
+
+
+def test_a_progress_line_under_an_error_logger_level() -> None:
+    from schedmate.core.types import LineKind
+    from schedmate.tracker.classify import rule_kind
+
+    line = "21/03/04 05:06:07 ERROR Relay: 2021-03-04 05:06:07,100 INFO [8]\ttrn-rmse:0.52\tholdout-rmse:0.61"
+    assert rule_kind(line) is LineKind.PROGRESS
+    assert vals(line) == {"step": 8, "loss": 0.52}

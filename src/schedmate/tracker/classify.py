@@ -97,7 +97,10 @@ def is_training_progress(text: str) -> bool:
 def rule_kind(text: str) -> LineKind | None:
     """The rules' verdict, or None when they have no opinion (the embedder decides)."""
     if _ERROR.search(text):
-        return LineKind.ERROR
+        # a logger's level is not the line's meaning: a counter with a training loss is
+        # progress whatever level a (misconfigured) logger gave it
+        v = parse_line(text).values
+        return LineKind.PROGRESS if "step" in v and "loss" in v else LineKind.ERROR
     if is_training_progress(text):
         return LineKind.PROGRESS
     if _WARNING.search(text):

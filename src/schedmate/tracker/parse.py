@@ -46,6 +46,7 @@ _TIMESTAMP = re.compile(
     r"|\b[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?"  # glog W0425 13:14:45.25
     r"|\[[A-Z]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\]"
     r"|(?<![\d:])\d{2}:\d{2}:\d{2}(?:[.,]\d{3,9})(?![\d])"  # bare 12:44:11.139
+    r"|\b\d{2}/\d{2}/\d{2,4}[ T]\d{2}:\d{2}:\d{2}\b"  # log4j's yy/MM/dd HH:mm:ss
 )
 # a line that carries another log record glued to its end (tqdm without newline)
 _GLUE = re.compile(r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
@@ -55,8 +56,11 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+_BAR_NOTOTAL_HINT = re.compile(r"\d[a-z]+ \[[\d:]+,")  # `11it [00:06, 1.6it/s]`: a bar with no total
 _BAR_NOTOTAL = re.compile(
-    r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>" + NUM + r"|\?)\s*[A-Za-z]+/s"
+    r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>"
+    + NUM
+    + r"|\?)\s*(?P<runit>[A-Za-z]+/s)"
 )
 
 _KEY = r"[^\W\d][\w./\-]*(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
@@ -86,7 +90,9 @@ _EPOCH_BRACKET = re.compile(
 )
 # `[N]` (or `[N]:`) then a space, after any bracketed log prefix (`[INFO] [thread] [N]`), or
 # `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
-_LEADING_COUNTER = re.compile(r"^\s*(?:(?:\[[^\]]*[^\d\]][^\]]*\]\s*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+):\t)")
+_LEADING_COUNTER = re.compile(
+    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+):\t)"
+)
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
@@ -395,6 +401,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
             return text
         c.is_bar = True
         c.put("step", 3, float(m2["n"]))
+        if (bare_rate := _to_float(m2["rate"])) is not None:
+            _apply_rate(c, bare_rate, m2["runit"], 3)
         return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
     c.is_bar = True
     desc = text[: m.start()]
@@ -538,7 +546,7 @@ def parse_line(text: str) -> Candidates:
     if parse_kv_row(c, text):
         return c
     body = strip_timestamps(text)
-    if "%" in body and "/" in body:
+    if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
     m = _EPOCH_BRACKET.search(body)
     if m:
@@ -587,7 +595,7 @@ def parse_line(text: str) -> Candidates:
                 if float(f["n"]) == step and float(f["d"]) >= step:
                     c.put("total_steps", 4, float(f["d"]))
     if "step" not in c.values and "epoch" not in c.values and ("loss" in c.values or c.n_eval_keys):
-        lead = _LEADING_COUNTER.match(rest)
+        lead = _LEADING_COUNTER.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
     if c.eval_metric and "loss" not in c.values:

@@ -205,7 +205,12 @@ class TableReader:
             if cells is None or cells[0] != self.delim or len(cells[1]) != n:
                 return None
             toks, header = cells[1], self.header
-            if not all(_ROW_TOKEN.match(t) or not t for t in toks) or not any(toks):
+            # cells of the columns with a role must be numbers; others may be names (a trial
+            # table's `name | status | host` beside its `iter | loss`)
+            roles = [field_for_key(k) is not None for k in header]
+            if not all(_ROW_TOKEN.match(t) or not t or not r for t, r in zip(toks, roles, strict=True)):
+                return None
+            if not any(t and r for t, r in zip(toks, roles, strict=True)):
                 return None
             c = Candidates()
         else:

@@ -54,24 +54,13 @@ def _unterminated(path: Path) -> bool:
         return False
 
 
-def _without_cut_line(
-    samples: list[tuple[ProgressSample, bool]], last: str
-) -> list[tuple[ProgressSample, bool]]:
-    """An unterminated last line may be cut inside its last value (`loss=0.2` of `loss=0.28`):
-    it adds nothing reliable when a complete line already reported its step."""
-    n = 0
-    while n < len(samples) and samples[-1 - n][0].text in last:
-        n += 1
-    if n == 0 or n == len(samples):
-        return samples
-    tail, head = samples[-n:], samples[:-n]
-    steps = {s.step for s, _ in tail if s.step is not None and not s.is_eval}
-    if not steps:
-        return samples
-    recent = head[-200:]
-    if all(any(h.step == st and not h.is_eval for h, _ in recent) for st in steps):
-        return head
-    return samples
+_TRAILING_NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:[eE][-+]?\d*)?$")
+
+
+def _without_cut_value(line: str) -> str:
+    """An unterminated last line may be cut inside its last number (`lm loss: 2` of
+    `lm loss: 2.4774`): that number is not a value; the rest of the line still counts."""
+    return _TRAILING_NUMBER.sub("", line)
 
 
 def _config_total_of(text: str) -> int | None:
@@ -207,9 +196,10 @@ class MetricTracker:
     def _track_window(
         self, file: str, lines: list[str], *, whole: bool, cut_last: bool = False
     ) -> TrackResult:
-        samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
         if cut_last and lines:
-            samples = _without_cut_line(samples, lines[-1])
+            lines = [*lines[:-1], _without_cut_value(lines[-1])]
+        samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
+
         det = self._detector()
         events: list[TrackEvent] = []
         for s, _ in samples:
