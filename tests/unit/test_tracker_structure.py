@@ -286,3 +286,28 @@ def test_a_progress_line_under_an_error_logger_level() -> None:
     line = "21/03/04 05:06:07 ERROR Relay: 2021-03-04 05:06:07,100 INFO [8]\ttrn-rmse:0.52\tholdout-rmse:0.61"
     assert rule_kind(line) is LineKind.PROGRESS
     assert vals(line) == {"step": 8, "loss": 0.52}
+
+
+@pytest.mark.parametrize(
+    "bar",
+    [
+        "Generating answers: 40%|####      | 4/10 [00:04<00:06,  1.0it/s]",
+        "Tokenizing corpus (num_proc=4):  50%|#####     | 500/1000 [00:01<00:01, 480.0 examples/s]",
+        "Computing scores: 100%|##########| 40/40 [00:05<00:00,  7.5it/s]",
+        "Extracting features:  12%|#         | 12/100 [00:03<00:22,  4.0it/s]",
+    ],
+)
+def test_bars_over_other_work_are_not_training(bar: str) -> None:
+    assert parse_line(bar).is_eval
+
+
+def test_a_log_of_generation_bars_only_has_no_progress(tmp_path: Path) -> None:
+    text = "".join(
+        f"Sampling images: {i * 10}%|##  | {i}/10 [00:0{i}<00:05, 1.2it/s]\n" for i in range(1, 10)
+    )
+    assert track(text, tmp_path)["has_progress"] is False
+
+
+def test_a_training_bar_with_a_description_is_training() -> None:
+    c = parse_line("Training epoch 2:  30%|###       | 30/100 [00:10<00:23, 3.0it/s, loss=0.41]")
+    assert not c.is_eval and c.values["step"][1] == 30

@@ -124,6 +124,13 @@ def _per_unit(m: re.Match[str]) -> str:
 
 
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
+# a bar over work that is not training: generation, data preparation, downloads, scoring
+_NOT_TRAINING_BAR = re.compile(
+    r"(?<![\w/])(?:generat|sampl(?:ing|e)\b|decod|extract|encod|embedd|preprocess|pre-process|tokeniz|"
+    r"download|upload|convert|augment|index|caching|resolv|fetch|comput|scor|map\b|filter\b|"
+    r"loading checkpoint)",
+    re.I,
+)
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
     r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
@@ -406,7 +413,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
         return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
     c.is_bar = True
     desc = text[: m.start()]
-    if EVAL_WORDS.search(desc):
+    if EVAL_WORDS.search(desc) or _NOT_TRAINING_BAR.search(desc):
         c.is_eval = c.eval_context = True
     if m["n"] == "0" and m["rate"] == "?":  # a bar that has not moved: nothing ran yet
         return desc + " " * (m.end() - m.start()) + text[m.end() :]
