@@ -311,3 +311,39 @@ def test_a_log_of_generation_bars_only_has_no_progress(tmp_path: Path) -> None:
 def test_a_training_bar_with_a_description_is_training() -> None:
     c = parse_line("Training epoch 2:  30%|###       | 30/100 [00:10<00:23, 3.0it/s, loss=0.41]")
     assert not c.is_eval and c.values["step"][1] == 30
+
+
+# --- batch-4 classes: rates in updates, run names, bars without a total, record kinds --------
+
+
+def test_updates_per_second_is_a_step_rate() -> None:
+    v = vals("Epoch[2] Batch [800]\tSpeed: 40.0 samples/sec 2.5 updates/sec\tppl=31.2")
+    assert v.get("step_time") == pytest.approx(0.4)
+
+
+def test_a_run_name_containing_an_evaluation_word_is_not_an_evaluation_label() -> None:
+    assert not parse_line("INFO: my_test_run: Step: 5000. Time Elapsed: 21.5 s Mean Reward: 1.0.").is_eval
+    assert parse_line("test: Step: 5000. acc: 0.9").is_eval
+
+
+def test_a_global_counter_in_the_postfix_of_a_bar_without_total() -> None:
+    v = vals("Epoch #3: 9001it [00:12, 750.2it/s, env_step=27000, loss=0.051, rew=12.5]")
+    assert (v.get("step"), v.get("loss")) == (27000, 0.051)
+
+
+def test_a_record_with_a_learning_rate_is_not_the_run_summary() -> None:
+    per_step = parse_line("{'loss': '3.1', 'learning_rate': '2e-4', 'epoch': '0.1', 'train_runtime': '40.5'}")
+    assert not per_step.is_summary and per_step.values["loss"][1] == 3.1
+    assert parse_line("{'train_runtime': 400.1, 'train_loss': 1.9, 'epoch': 3.0}").is_summary
+
+
+def test_a_json_record_gives_its_generic_time_as_the_step_time() -> None:
+    v = vals('{"mode": "train", "iter": 400, "data_time": 0.01, "loss": 0.5, "time": 0.82}')
+    assert v.get("step_time") == pytest.approx(0.82)
+
+
+def test_a_tab_separated_table_with_free_cells(tmp_path: Path) -> None:
+    text = "updates\tepisodes\tpeak\tnote\n" + "".join(
+        f"{i * 1000}\t{i}\t3.5\t[ 0.1 ]\n" for i in range(1, 4)
+    )
+    assert track(text, tmp_path)["step"] == 3000

@@ -235,7 +235,17 @@ THROUGHPUT_WORDS = re.compile(
     r"sents?|frames?|task|data|ins|utts?)(?:_per_|/|\s*/\s*)?(s|sec|second)?",
     re.I,
 )
-RATE_UNITS = {"it/s", "iters/s", "steps/s", "step/s", "batch/s", "batches/s", "iter/s"}
+RATE_UNITS = {
+    "it/s",
+    "iters/s",
+    "steps/s",
+    "step/s",
+    "batch/s",
+    "batches/s",
+    "iter/s",
+    "updates/s",
+    "update/s",
+}
 TIME_PER_STEP_UNITS = {
     "s/it",
     "ms/it",

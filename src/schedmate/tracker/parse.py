@@ -60,7 +60,7 @@ _BAR_NOTOTAL_HINT = re.compile(r"\d[a-z]+ \[[\d:]+,")  # `11it [00:06, 1.6it/s]`
 _BAR_NOTOTAL = re.compile(
     r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>"
     + NUM
-    + r"|\?)\s*(?P<runit>[A-Za-z]+/s)"
+    + r"|\?)\s*(?P<runit>[A-Za-z]+/s)(?:,\s*(?P<postfix>[^\]]*))?"
 )
 
 _KEY = r"[^\W\d][\w./\-]*(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
@@ -77,7 +77,7 @@ _KV = re.compile(
 _RATE = re.compile(
     r"(?P<v>"
     + NUM
-    + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches)/(?:it|s|sec|step|batch|iter|epoch)"
+    + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches|updates?)/(?:it|s|sec|step|batch|iter|epoch)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
     r"(?!\s*[:=])"  # `samples/sec: 125` is a key, not the unit of the number before it
 )
@@ -161,6 +161,7 @@ class Candidates:
     outer_counter: bool = False
     first_role: str | None = None
     is_summary_line: bool = False
+    summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
 
@@ -315,7 +316,7 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
 def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     key, hit = _resolve_key(c, raw_key)
     if key in _SUMMARY_KEYS:
-        c.is_summary = True
+        c.summary_keys += 1
     if hit is None:
         if is_eval_key(key):
             c.n_eval_keys += 1
@@ -410,6 +411,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
         c.put("step", 3, float(m2["n"]))
         if (bare_rate := _to_float(m2["rate"])) is not None:
             _apply_rate(c, bare_rate, m2["runit"], 3)
+        if m2["postfix"]:
+            _parse_kvs(c, m2["postfix"])
         return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
     c.is_bar = True
     desc = text[: m.start()]
@@ -549,6 +552,7 @@ def parse_line(text: str) -> Candidates:
     if not _HAS_NUMBER.search(text):
         return c
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
+        _finish(c, "")
         return c
     if parse_kv_row(c, text):
         return c
@@ -612,6 +616,7 @@ def parse_line(text: str) -> Candidates:
 
 
 _WORDS = re.compile(r"[^\W\d_]+")
+_IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
 
 
 def _whole_step_time(c: Candidates) -> None:
@@ -640,9 +645,12 @@ _STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`
 def _finish(c: Candidates, body: str) -> None:
     """Line-level semantics once every number has a role (see docs/tracker.md)."""
     lex = lexicon()
+    # an end-of-run report (`train_runtime`, `train_samples_per_second`...), unless the record
+    # also states per-step state (a learning rate: loggers that add the runtime to every record)
+    c.is_summary = c.is_summary or (c.summary_keys > 0 and "lr" not in c.values)
     m = _FIRST_VALUE.search(body)
     prefix = body[: m.start()] if m else body
-    if any(w.lower() in lex.eval_words for w in _WORDS.findall(prefix)):
+    if any(w.lower() in lex.eval_words for w in _IDENTIFIERS.findall(prefix)):
         c.is_eval = c.eval_context = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
     v = c.values
     # evaluation keys whose value is a record: `eval_acc: {"epoch": 1, ...}` is an evaluation record

@@ -160,6 +160,8 @@ def _cells(text: str) -> tuple[str, list[str]] | None:
     t = text.strip()
     if t[:1] in "|│┃" and t[-1:] in "|│┃" and len(t) > 2:
         return "|", [c.strip() for c in _BORDER.split(t[1:-1])]
+    if "\t" in t and t.count("\t") >= 2:
+        return "\t", [c.strip() for c in t.split("\t")]
     for d in (",", ";"):
         if t.count(d) >= 1 and " " not in t.replace(d + " ", d).strip():
             return d, [c.strip() for c in t.split(d)]
