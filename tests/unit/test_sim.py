@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from schedmate.sim import (
     summarize_sim,
     synthetic_trace,
 )
+from schedmate.sim.state import JobState
 
 
 def J(i: int, submit: float, dur: float, gpus: int = 1, vc: str = "a") -> TraceJob:
@@ -222,3 +224,32 @@ def test_snapshot_start_keeps_running_jobs_on_their_gpus() -> None:
     ).run()
     by = {j.job_id: j for j in r.jobs}
     assert by["j0"].end == 60.0 and by["j1"].first_start == 60.0
+
+
+@dataclass
+class _RequeuedFirst:
+    """A preemptive policy whose evicted jobs come back first: keys may change when a job
+    stops, and the engine must not lean on victims ranking below the head they made room for."""
+
+    name: str = "requeued-first"
+    preemptive: bool = True
+    backfill: bool = True
+
+    def key(self, job: JobState, now: float) -> tuple[float, ...]:
+        return (job.duration if not job.preemptions else 0.0, job.submit)
+
+
+@pytest.mark.parametrize("placement", ["pool", "node"])
+def test_round_starts_the_head_it_evicted_for(placement: str) -> None:
+    """Regression (issue 14, 'finished twice'): the round took the head off the queue only after
+    its victims had rejoined it, so a victim that now ranks first was taken instead, and the
+    head, started, stayed in the queue to start again (and finish twice)."""
+    jobs = [J(0, 0, 10_000, 8), J(1, 130, 1000, 8)]
+    r = Simulator(
+        jobs, {"a": 8}, _RequeuedFirst(), make_estimator("oracle"), placement=placement, check=True
+    ).run()
+    j0, j1 = r.jobs
+    # j1 evicts j0 and runs once; j0, first in the queue again, resumes when j1 ends (a round
+    # evicts only from the jobs worse than its first head, which j1 is not)
+    assert (j1.first_start, j1.end, j1.preemptions) == (130.0, 1130.0, 0)
+    assert (j0.first_start, j0.end, j0.preemptions) == (0.0, 11_000.0, 1)

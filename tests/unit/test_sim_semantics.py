@@ -3,6 +3,8 @@ and the key-event property (a demotion is re-ranked at once, whatever else happe
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +21,8 @@ from schedmate.sim import (
     synthetic_trace,
 )
 from schedmate.sim.placement import LucidNodePlacement
+from schedmate.sim.policies import SemanticPolicy
+from schedmate.sim.state import JobState
 
 LUCID = SEMANTICS["lucid"]
 
@@ -188,3 +192,65 @@ def test_whole_run_with_lucid_semantics_keeps_invariants() -> None:
         ).run()
         assert all(j.end >= j.first_start >= j.submit for j in r.jobs)
         assert sum(1 for j in r.jobs if j.end >= 0) + r.unschedulable == len(jobs)
+
+
+class _Estimates:
+    """Advisor predictions by job id (a scripted estimator)."""
+
+    name = "scripted"
+
+    def __init__(self, values: dict[str, float]) -> None:
+        self.values = values
+
+    def estimate(self, job: JobState) -> float:
+        return self.values[job.job_id]
+
+    def observe(self, job: JobState) -> None:
+        return None
+
+
+@pytest.mark.parametrize("placement", ["pool", "node"])
+@pytest.mark.parametrize("policy", ["semantic", "semantic-pack"])
+def test_preemption_overhead_does_not_undo_the_warm_up(policy: str, placement: str) -> None:
+    """Regression (issue 14: semantic-pack under --semantics lucid, 'finished twice'): j0, 10 s
+    past its 120-s warm-up, is evicted for j1 and charged 40 s of restart. Its key counted that
+    overhead as progress lost, fell back to the (low) prediction and outranked j1 in the queue;
+    the round then popped j0 instead of j1 and started j1, which stayed queued and ran twice."""
+    sem = parse_semantics("default,preempt_overhead_s=40")
+    jobs = [
+        TraceJob("j0", 0.0, 10_000.0, 8, "a", share=2),  # predicted 200 s: a 50x underestimate
+        TraceJob("j1", 130.0, 1000.0, 8, "a", share=2),  # class 2 shares with nobody
+    ]
+    r = Simulator(
+        jobs,
+        {"a": 8},
+        make_policy(policy, sem),
+        _Estimates({"j0": 200.0, "j1": 1000.0}),
+        semantics=sem,
+        placement=placement,
+        check=True,
+    ).run()
+    j0, j1 = r.jobs
+    assert (j1.first_start, j1.end, j1.preemptions) == (130.0, 1130.0, 0)
+    assert (j0.first_start, j0.preemptions, j0.overhead) == (0.0, 1, 40.0)
+    assert j0.end == pytest.approx(1130.0 + 10_000.0 - 130.0 + 40.0)
+
+
+def test_semantic_key_never_falls_on_a_preemption() -> None:
+    """A preempted job ranks no better than before (its victim check said it was worse than the
+    head): the overhead adds work, it does not take back progress or the warm-up."""
+    pol = SemanticPolicy()
+    rng = random.Random(3)
+    for n in range(2000):
+        dur = rng.choice([60.0, 121.0, 150.0, 500.0, 10_000.0 * rng.random() + 1])
+        job = JobState(n, f"j{n}", 0.0, dur, rng.choice([1, 8]), "a", "u", noise=rng.gauss(0, 1))
+        job.estimate = dur * rng.lognormvariate(0, 1.0)
+        job.remaining = dur
+        job.run_start = 0.0
+        now = rng.uniform(0.0, 2 * dur)
+        job.remaining = max(job.remaining - now, 0.0)  # settle, then preempt with an overhead
+        job.run_start = -1.0
+        before = pol.key(job, now)
+        job.remaining += 40.0
+        job.overhead += 40.0
+        assert pol.key(job, now) >= before, n

@@ -332,6 +332,8 @@ class Simulator(RoundMixin):
     def _start(
         self, vc: VCState, st: JobState, now: float, events: list[Event], host: int = -1, spread: bool = False
     ) -> None:
+        if st.run_start >= 0:  # an engine bug: a running job taken from the queue again
+            raise RuntimeError(f"engine invariant broken: {st.job_id} started while running")
         if host < 0:
             nodes = vc.nodes
             if nodes is None:

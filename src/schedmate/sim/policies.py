@@ -202,7 +202,9 @@ class SemanticPolicy:
     def key(self, job: JobState, now: float) -> tuple[float, ...]:
         # job.elapsed(now), inlined: this is the hottest call of a preemptive simulation
         ran = job.duration - job.remaining + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
-        if ran >= self.warmup_s:
+        # warmed up by attained service (as next_change): a preemption's overhead is work added,
+        # not progress lost, so a preempted job never falls back into its warm-up
+        if ran + job.overhead >= self.warmup_s:
             remaining = job.duration - ran
             remaining = (remaining if remaining > 0.0 else 0.0) * (1.0 + self.eta_error * job.noise)
         else:
@@ -216,15 +218,16 @@ class SemanticPolicy:
         to at most the tracker's ETA of the work after the warm-up (so near the warm-up's end,
         where a re-based `ran` may fall either side, the larger of the two branches there)."""
         b = key[0]
+        o = job.overhead  # constant while it runs; the warm-up ends at ran + o = w
         ran = job.duration - job.remaining + ((now - job.run_start) * job.rate if job.run_start >= 0 else 0.0)
         w = self.warmup_s
         f = 1.0 + self.eta_error * job.noise
         if f <= 0.0:  # (a noise below -1 / eta_error) the ETA's keys are <= 0 and rise to 0
             b = max(b, 0.0)
-        if ran < w + _BOUND_ABS:
-            b = max(b, (max(job.duration - w, 0.0) * f) * job.gpus)
-            if ran >= w - _BOUND_ABS:
-                b = max(b, max(job.estimate - (w - _BOUND_ABS), 0.0) * job.gpus)
+        if ran + o < w + _BOUND_ABS:
+            b = max(b, (max(job.duration + o - w, 0.0) * f) * job.gpus)
+            if ran + o >= w - _BOUND_ABS:
+                b = max(b, max(job.estimate + o - (w - _BOUND_ABS), 0.0) * job.gpus)
         return (b + abs(b) * _BOUND_REL + _BOUND_ABS, *key[1:])
 
     def can_pack(self, job: JobState, host: JobState, slowdowns: tuple[float, float]) -> bool:
@@ -236,8 +239,9 @@ class SemanticPolicy:
         left = self.warmup_s - _ran(job, now)
         if left < 0:
             return None
-        before = max(job.estimate - self.warmup_s, 0.0)
-        after = max(job.duration - self.warmup_s, 0.0) * (1.0 + self.eta_error * job.noise)
+        # the keys either side of the end (progress then: warmup_s less the overhead)
+        before = max(job.estimate + job.overhead - self.warmup_s, 0.0)
+        after = max(job.duration + job.overhead - self.warmup_s, 0.0) * (1.0 + self.eta_error * job.noise)
         return now + left / job.rate + 1e-6 if after > before else None
 
 

@@ -412,6 +412,9 @@ class RoundMixin:
                     assert victims_pool is not None
                     chosen = self._node_victims(vc, nodes, st, head[0], victims_pool, now)
                 if chosen is not None:
+                    # the head leaves the queue before its victims join it: the job started must
+                    # be the one taken from the queue, whatever key a victim requeues with
+                    self._pop(vc, st.gpus)
                     for i in chosen:
                         v = self.jobs[i]
                         p = v.partner
@@ -420,7 +423,6 @@ class RoundMixin:
                             self._preempt(vc, self.jobs[p], now, events)
                     if victims_pool is not None:
                         victims_pool = [(k, i) for k, i in victims_pool if i not in chosen]
-                    self._pop(vc, st.gpus)
                     self._start(vc, st, now, events)
                     continue
                 if pool_ver == vc.ver:  # (a pool from before a backfill in this round misses that job)
