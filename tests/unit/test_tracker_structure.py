@@ -347,3 +347,44 @@ def test_a_tab_separated_table_with_free_cells(tmp_path: Path) -> None:
         f"{i * 1000}\t{i}\t3.5\t[ 0.1 ]\n" for i in range(1, 4)
     )
     assert track(text, tmp_path)["step"] == 3000
+
+
+# --- batch-3 classes: sentences, abbreviated counts, unit-suffixed step nouns ------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("Average loss at step  4000 :  3.91", {"step": 4000, "loss": 3.91}),
+        ("mean loss after iteration 12 = 0.75", {"step": 12, "loss": 0.75}),
+        ("Score at iteration 900 is 0.42", {"step": 900}),
+    ],
+)
+def test_a_metric_named_in_a_sentence(line: str, want: dict[str, float]) -> None:
+    v = vals(line)
+    assert {k: v.get(k) for k in want} == want
+    assert is_training_progress(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 2024-03-03 10:00:00 run.py:12 Saving the model weights after step 12000",
+        "Writing a checkpoint at iteration 400",
+    ],
+)
+def test_a_sentence_about_a_counter_is_not_progress(line: str) -> None:
+    assert not is_training_progress(line)
+
+
+def test_a_header_naming_its_epoch_stays_progress() -> None:
+    assert is_training_progress("[01.02.24|10:11:12] Training epoch: 4")
+
+
+def test_abbreviated_counts_and_step_seconds() -> None:
+    v = vals("step:12K smpl:1M loss:0.041 lr:2e-5 updt_s:0.310 data_s:0.020")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (12000, 0.041, pytest.approx(0.31))
+
+
+def test_a_frame_counter_is_the_global_step() -> None:
+    assert vals("Episode 40\tFrame 9120\tAvg Score: 11.5").get("step") == 9120

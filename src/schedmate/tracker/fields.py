@@ -150,10 +150,13 @@ def field_for_key(key: str) -> tuple[str, int] | None:
                 return name, rank + 2
     unit = _UNIT_SUFFIX.search(key)
     if unit is not None:  # `step_time_ms`, `iter_time(s)`: a time key with its unit in the name
-        hit = field_for_key(key[: unit.start()])
+        base = key[: unit.start()]
+        hit = field_for_key(base)
         # a specific time key only: `time_ms` alone is as often a wall-clock timestamp
         if hit is not None and hit[1] <= 1 and hit[0] in ("step_time", "outer_time", "elapsed", "remaining"):
             return hit[0], hit[1] + 1
+        if set(key_words(base)) <= _STEP_NOUNS | {"train", "training"} and key_words(base):
+            return "step_time", 2  # `updt_s`, `step_ms`: the seconds of a step
     if _RATE_KEY.search(key):
         return "step_rate", 2
     words = key_words(key)
@@ -183,7 +186,7 @@ PHASE_WORDS = frozenset(
         "h2d",
     }
 )
-_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "it", "update"})
+_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "it", "update", "updt", "upd"})
 _DURATION_WORDS = frozenset({"time", "timing", "duration", "cost", "latency", "secs", "seconds"})
 
 

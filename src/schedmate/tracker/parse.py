@@ -118,6 +118,23 @@ _RANGE = re.compile(
 _PER_NUM = {"seconds": "s", "secs": "s"}
 
 
+# `Average loss at step 2000: 4.51`, `score after iteration 30 is 0.9`: a metric named in a sentence
+_PROSE_METRIC = re.compile(
+    r"(?P<m>[^\W\d][\w\-]*(?: [^\W\d][\w\-]*){0,3})\s+(?:at|after)\s+(?P<c>[^\W\d]+)\s*#?(?P<n>\d+)\s*"
+    r"(?:is|was|=|:)\s*(?P<v>" + NUM + r")(?![\w.])"
+)
+
+
+def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
+    if field_for_key(normalise_key(m["c"])) is None:
+        return m[0]
+    if _apply_kv(c, m["c"], m["n"], ""):
+        c.n_metrics += 1
+    if _apply_kv(c, m["m"], m["v"], ""):
+        c.n_metrics += 1
+    return " " * len(m[0])
+
+
 def _per_unit(m: re.Match[str]) -> str:
     unit = _PER_NUM.get(m[1].lower(), m[1]) + "/" + _PER_DENOM.get(m[2].lower(), m[2])
     return unit.ljust(len(m[0]))
@@ -162,6 +179,7 @@ class Candidates:
     first_role: str | None = None
     is_summary_line: bool = False
     summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
+    prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
 
@@ -284,6 +302,8 @@ _LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
 
+_PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on", "until", "since"}
+_COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
 _TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
 _TIME_WORDS = {"time", "t", "ms", "s", "sec", "secs", "cost", "duration"}
 _GENERIC_TIME = {"time", "seconds", "secs", "duration", "tiempo", "zeit", "temps", "耗时"}
@@ -309,6 +329,9 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
                 return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
             if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(head):
                 return key, None
+            prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]
+            if len(prose) >= 3 or set(prose) & _PREPOSITIONS:
+                c.prose = True  # `Checkpoint saved after step`: a sentence about a counter
             return suffix, hit
     return key, None
 
@@ -370,6 +393,8 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if dur is None:
             return False
         val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
+    if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
+        val *= _COUNT_SUFFIX[unit]  # `step:50K`
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
         return False  # counters are whole numbers (a fractional epoch is a position)
     if name == "loss" and math.isnan(val):
@@ -568,6 +593,8 @@ def parse_line(text: str) -> Candidates:
         if m["d"]:
             c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
+    if " at " in body or " after " in body:
+        body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
     if " per " in body:  # `410 ms per step` is `410 ms/step`
         body = _PER.sub(_per_unit, body)
     r_ = _RANGE.search(body)
@@ -684,7 +711,7 @@ def _finish(c: Candidates, body: str) -> None:
     if not c.is_bar and set(v) <= {"step", "epoch"} and not c.total_epochs and not c.n_other_keys:
         first = _FIRST_VALUE.search(c.rest)
         after = c.rest[first.end() :] if first is not None else c.rest
-        c.stage_label = len(_WORDS.findall(after)) >= 2 and not _STANDALONE_NUMBER.search(after)
+        c.stage_label = c.prose or (len(_WORDS.findall(after)) >= 2 and not _STANDALONE_NUMBER.search(after))
     low = body.lower()
     words = set(_WORDS.findall(low))
     c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words)
