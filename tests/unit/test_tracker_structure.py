@@ -388,3 +388,12 @@ def test_abbreviated_counts_and_step_seconds() -> None:
 
 def test_a_frame_counter_is_the_global_step() -> None:
     assert vals("Episode 40\tFrame 9120\tAvg Score: 11.5").get("step") == 9120
+
+
+def test_a_leading_round_before_loss_components() -> None:
+    v = vals("I0505 01:02:03.000 9 writer.py:48] [2500] split=train seq_ce_loss=2.41, learning_rate=0.01")
+    assert (v.get("step"), v.get("loss")) == (2500, 2.41)
+
+
+def test_a_leading_number_before_settings_is_not_a_round() -> None:
+    assert "step" not in vals("[0] lr=0.1 momentum=0.9")

@@ -632,7 +632,11 @@ def parse_line(text: str) -> Candidates:
             for f in fracs:
                 if float(f["n"]) == step and float(f["d"]) >= step:
                     c.put("total_steps", 4, float(f["d"]))
-    if "step" not in c.values and "epoch" not in c.values and ("loss" in c.values or c.n_eval_keys):
+    if (
+        "step" not in c.values
+        and "epoch" not in c.values
+        and ("loss" in c.values or c.n_eval_keys or c.components)
+    ):
         lead = _LEADING_COUNTER.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
