@@ -94,7 +94,13 @@ def snapshot_times(span: float, n: int, dev: bool) -> list[float]:
 
 
 def run_trace(
-    name: str, path: Path, policy: str, times_of: tuple[int, bool], samples: int, modes: list[str]
+    name: str,
+    path: Path,
+    policy: str,
+    times_of: tuple[int, bool],
+    samples: int,
+    modes: list[str],
+    seed: int = 1,
 ) -> dict[str, object]:
     fmt = SETS[name][0]
     jobs = load_trace(path, fmt)
@@ -128,7 +134,7 @@ def run_trace(
                 arrivals=arrivals,
                 correlation=corr,
                 horizon_s=HORIZON_S,
-                seed=1,
+                seed=seed,
             )
             snap_rows[mode] = [(t, actual[p.job_id], p.p10_s, p.p50_s, p.p90_s) for p in preds]
         for mode, r in snap_rows.items():
@@ -157,6 +163,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--policy", default="fifo")
     ap.add_argument("--modes", default=",".join(ALL_MODES))
+    ap.add_argument("--seed", type=int, default=1, help="of the sampled futures")
     ap.add_argument("--dev", action="store_true", help="the development snapshots, not the evaluation's")
     ap.add_argument("--per-snapshot", action="store_true", help="also print each snapshot's figures")
     ap.add_argument("--json-out", type=Path, default=None)
@@ -172,7 +179,9 @@ def main() -> None:
     )
     for policy in a.policy.split(","):
         for name in a.trace.split(","):
-            r = run_trace(name, a.traces / SETS[name][1], policy, (a.snapshots, a.dev), a.samples, modes)
+            r = run_trace(
+                name, a.traces / SETS[name][1], policy, (a.snapshots, a.dev), a.samples, modes, a.seed
+            )
             results.append(r)
             for mode in modes:
                 s = r[mode]

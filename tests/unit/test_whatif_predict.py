@@ -77,6 +77,23 @@ def test_duration_model_conditions_on_elapsed() -> None:
     assert all(m.sample("u", "a", 1, q) == a for _ in range(20))  # one quantile per key and future
 
 
+def test_a_key_seen_once_does_not_fix_its_jobs_duration() -> None:
+    """One 21-h job of its kind (24 GPUs) and fifty 1-min jobs of the user's others: a pending
+    24-GPU job is 21 h in about half the futures (n / (n + 1) = 1/2), not in all; the jobs of
+    one key make the same choice within a future."""
+    hist = [HistoryRow(0.0, "u", "a", 24, 75_600.0)] + [HistoryRow(0.0, "u", "a", 8, 60.0)] * 50
+    m = DurationModel(hist)
+    long = 0
+    for s in range(400):
+        d = FutureDraw(random.Random(s), Correlation.QUANTILE)
+        first = m.sample("u", "a", 24, d)
+        assert all(m.sample("u", "a", 24, d) == first for _ in range(5))
+        long += first == 75_600.0
+    assert 0.4 < long / 400 < 0.62
+    # a running job's remaining time keeps its own key (Lindy on few jobs is what it is for)
+    assert m.remaining("u", "a", 24, FutureDraw(random.Random(0)), elapsed=3600.0) == 72_000.0
+
+
 def test_pending_jobs_are_drawn_from_the_keys_current_jobs() -> None:
     """History: the key's jobs ran 10 s; the 6 that started in the last day ran 500 s (a new,
     heavier batch). With the current batch trusted, pending jobs come from it, and from the

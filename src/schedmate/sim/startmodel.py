@@ -23,6 +23,7 @@ __all__ = ["ArrivalModel", "Correlation", "DurationModel", "FutureDraw", "Histor
 _WEEK_H = 168
 RECENT_S = 86400.0  # a key's jobs started in the last day (or running) are its current batch
 MIN_CURRENT = 5  # fewer current jobs than this say too little: the key's history
+BACKOFF = 1.0  # a pending job's key with n jobs is used with probability n / (n + 1)
 LINDY_FLOOR_S = 3600.0
 
 
@@ -64,6 +65,7 @@ class FutureDraw:
     rng: random.Random
     correlation: Correlation = Correlation.CURRENT
     quantile: dict[tuple[str, ...], float] = field(default_factory=dict)
+    trust: dict[tuple[str, ...], float] = field(default_factory=dict)
     running: dict[tuple[str, ...], list[float]] = field(default_factory=dict)  # drawn totals
     pools: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
 
@@ -141,11 +143,20 @@ class DurationModel:
         return self._history(user, vc, gpus, draw, 0.0)
 
     def _history(self, user: str, vc: str, gpus: int, draw: FutureDraw, elapsed: float) -> float:
-        for k in key_levels(user, vc, gpus):
+        levels = key_levels(user, vc, gpus)
+        for i, k in enumerate(levels):
             durs = self.by_key.get(k)
             if not durs or durs[-1] <= elapsed:
                 continue
             lo = bisect.bisect_right(durs, elapsed)
+            if elapsed <= 0 and i < len(levels) - 1 and BACKOFF > 0:
+                # a pending job's key seen n times is used with probability n / (n + 1), else
+                # the coarser key: one job of a kind does not make its duration known
+                trust = draw.rng.random()
+                if draw.correlation is not Correlation.INDEPENDENT:
+                    trust = draw.trust.setdefault(k, trust)
+                if trust >= len(durs) / (len(durs) + BACKOFF):
+                    continue
             u = draw.rng.random()
             if draw.correlation is not Correlation.INDEPENDENT:
                 u = draw.quantile.setdefault(k, u)
