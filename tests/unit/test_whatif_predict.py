@@ -121,6 +121,26 @@ def test_pending_jobs_are_drawn_from_the_keys_current_jobs() -> None:
     assert {m3.sample("u", "a", 1, FutureDraw(random.Random(2))) for _ in range(50)} <= {10.0, 500.0}
 
 
+def test_shared_choices_are_stratified_over_the_futures() -> None:
+    """With current_weight 0.3, exactly 3 of 10 futures draw a key's pending jobs from its
+    current jobs (here: 5 running jobs of 7,100 s), not a random count; one quantile per key
+    is spread evenly over the futures."""
+    now = 10 * 86400.0
+    m = DurationModel(
+        [HistoryRow(s, "u", "a", 1, 10.0 + s / 900, s + 10.0) for s in range(0, 86400, 900)], now=now
+    )
+    m.current_weight = 0.3
+    from_current = 0
+    for i in range(10):
+        d = FutureDraw(random.Random(i), Correlation.CURRENT, i, 10, seed=7)
+        for _ in range(5):
+            m.remaining("u", "a", 1, d, elapsed=100.0, eta=7000.0)
+        from_current += m.sample("u", "a", 1, d) == 7100.0
+    assert from_current == 3
+    us = sorted(FutureDraw(random.Random(0), index=i, count=20).stratified(("k",)) for i in range(20))
+    assert all(j / 20 <= u < (j + 1) / 20 for j, u in enumerate(us))  # one per twentieth
+
+
 def test_current_weight_is_learned_from_the_history() -> None:
     day = 86400.0
 

@@ -13,6 +13,7 @@ import enum
 import math
 import random
 import statistics
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -60,14 +61,25 @@ def key_levels(user: str, vc: str, gpus: int) -> tuple[tuple[str, ...], ...]:
 
 @dataclass
 class FutureDraw:
-    """The choices one sampled future shares between alike jobs."""
+    """The choices one sampled future shares between alike jobs. Future `index` of `count`:
+    a key's shared choices are stratified over the futures (future i of n takes the (i +
+    0.5) / n point of a per-key rotation), so n futures hold a key's batch long or short,
+    current or historical, in their exact shares instead of a random count of them."""
 
     rng: random.Random
     correlation: Correlation = Correlation.CURRENT
+    index: int = 0
+    count: int = 1
+    seed: int = 0
     quantile: dict[tuple[str, ...], float] = field(default_factory=dict)
     trust: dict[tuple[str, ...], float] = field(default_factory=dict)
     running: dict[tuple[str, ...], list[float]] = field(default_factory=dict)  # drawn totals
     pools: dict[tuple[str, ...], list[float]] = field(default_factory=dict)
+
+    def stratified(self, key: tuple[str, ...]) -> float:
+        """A uniform number for `key` in this future, stratified over the `count` futures."""
+        rotation = zlib.crc32(repr((self.seed, key)).encode()) / 2**32
+        return ((self.index + 0.5) / self.count + rotation) % 1.0
 
 
 class DurationModel:
@@ -136,7 +148,7 @@ class DurationModel:
             if pool is None:
                 cur = self.current.get(k, []) + draw.running.get(k, [])
                 pool = draw.pools[k] = []
-                if len(cur) >= self.min_current and draw.rng.random() < self.current_weight:
+                if len(cur) >= self.min_current and draw.stratified(("current", *k)) < self.current_weight:
                     pool += (cur[int(draw.rng.random() * len(cur))] for _ in cur)
             if pool:
                 return pool[int(draw.rng.random() * len(pool))]
@@ -159,7 +171,9 @@ class DurationModel:
                     continue
             u = draw.rng.random()
             if draw.correlation is not Correlation.INDEPENDENT:
-                u = draw.quantile.setdefault(k, u)
+                u = draw.quantile.get(k, -1.0)
+                if u < 0:
+                    u = draw.quantile[k] = draw.stratified(("quantile", *k))
             return max(durs[lo + int(u * (len(durs) - lo))] - elapsed, 1.0)
         return max(elapsed, LINDY_FLOOR_S)  # nothing that long seen: as long again (Lindy)
 

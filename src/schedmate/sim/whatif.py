@@ -284,7 +284,7 @@ def predict_from_snapshot(
     order = _ordering_estimator(policy, semantics, finished, pending, t)
     starts: dict[str, list[float]] = {j.job_id: [] for j in pending}
     for k in range(samples if pending else 0):
-        draw = FutureDraw(random.Random(seed * 1_000_003 + k), corr)
+        draw = FutureDraw(random.Random(seed * 1_000_003 + k), corr, k, samples, seed)
         run = [_running_job(j, t, durations, draw) for j in running]  # first: pending draw on them
         pend = [_pending_job(j, t, durations, draw) for j in pending]
         future = arrival_model.sample(t, horizon_s, draw.rng) if arrival_model is not None else []
