@@ -64,16 +64,25 @@ def make_classifier(kind: str) -> LineClassifier:
     return LineClassifier(embedder=create_embedder(EmbedderSettings(backend=kind)))
 
 
-def accuracy(data: Path, embedder: str) -> dict:
+def accuracy(data: Path, embedder: str, llm_url: str | None = None) -> dict:
+    """Score every labelled log; with `llm_url`, unparsed progress templates go to that
+    OpenAI-compatible server (one call per template, as in `schedmate --llm-url`)."""
     labels = [json.loads(line) for line in (data / "labels.jsonl").read_text().splitlines() if line.strip()]
     shared = make_classifier(embedder)
+    mapper = None
+    if llm_url:
+        from schedmate.backends.llm import OpenAIBackend
+        from schedmate.core.settings import LLMSettings
+        from schedmate.tracker import FieldMapper
+
+        mapper = FieldMapper(OpenAIBackend(LLMSettings(base_url=llm_url, timeout_s=60, max_retries=1)))
     shared.classify_batch(["warm up the model"])  # model loaded before timing
     rows, lat_cold, lat_warm = [], [], []
     for lab in labels:
         path = data / lab["file"]
         clf = LineClassifier(embedder=shared.embedder, exemplars=shared.exemplars)
         clf._ex_matrix = shared._ex_matrix  # exemplar vectors are part of the loaded model
-        tracker = MetricTracker(TrackerSettings(use_llm=False), classifier=clf)
+        tracker = MetricTracker(TrackerSettings(use_llm=mapper is not None), classifier=clf, mapper=mapper)
         t0 = time.perf_counter()
         res = tracker.track_file(path).to_json_dict()
         lat_cold.append(time.perf_counter() - t0)
@@ -101,6 +110,8 @@ def accuracy(data: Path, embedder: str) -> dict:
     )
     total_n = sum(1 for r in rows if r["want"]["total_steps"] is not None)
     return {
+        "llm_url": llm_url,
+        "llm_calls": mapper.calls if mapper is not None else 0,
         "n_logs": len(rows),
         "success_rate": sum(r["ok"] for r in rows) / len(rows),
         "per_field": per_field,
@@ -238,6 +249,10 @@ def main() -> int:
         "--big-full-classify", action="store_true", help="also classify every line of the big log"
     )
     ap.add_argument("--json-out", type=Path, default=ROOT / "bench" / "results" / "tracker.json")
+    ap.add_argument(
+        "--llm-url",
+        help="also score with the LLM fallback on this OpenAI-compatible server (side by side with no LLM)",
+    )
     args = ap.parse_args()
     if not (args.data / "labels.jsonl").is_file():
         print(
@@ -247,6 +262,7 @@ def main() -> int:
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="schedmate-bench-"))
     acc = accuracy(args.data, args.embedder)
+    acc_llm = accuracy(args.data, args.embedder, args.llm_url) if args.llm_url else None
     thr = None if args.skip_throughput else throughput(tmp, args.embedder)
     mem = None if args.skip_big else big_memory(tmp, args.big_gb, args.big_full_classify)
     report = {
@@ -254,6 +270,7 @@ def main() -> int:
         "date": str(date.today()),
         "embedder": args.embedder,
         "accuracy": acc,
+        "accuracy_with_llm": acc_llm,
         "throughput": thr,
         "big_log": mem,
     }
@@ -315,6 +332,16 @@ def main() -> int:
             )
     elif mem:
         lines.append(("big log", mem["error"], "", False))
+    if acc_llm is not None:
+        lines.append(
+            (
+                f"with LLM fallback ({acc_llm['llm_calls']} calls): success",
+                f"{acc_llm['success_rate']:.1%}",
+                "",
+                True,
+            )
+        )
+        lines += [(f"  with LLM: {f}", f"{acc_llm['per_field'][f]:.1%}", "", True) for f in FIELDS]
     for name, val, tgt, ok in lines:
         print(f"{name:44} {val:>14} {tgt:>12}  {mark(ok) if tgt else ''}")
     if acc["total_steps_acc_where_labelled"] is not None:

@@ -397,3 +397,49 @@ def test_a_leading_round_before_loss_components() -> None:
 
 def test_a_leading_number_before_settings_is_not_a_round() -> None:
     assert "step" not in vals("[0] lr=0.1 momentum=0.9")
+
+
+# --- batch-5/6 classes ---------------------------------------------------------------------------
+
+
+def test_a_finished_epoch_line_without_a_bar_gives_its_step_time() -> None:
+    v = vals("40/40 - 10s - loss: 0.31 - acc: 0.90")
+    assert (v.get("step"), v.get("step_time")) == (40, pytest.approx(0.25))
+
+
+def test_a_per_epoch_record_counts_its_epoch() -> None:
+    assert vals('{"lr": 0.001, "train_loss": 2.5, "epoch": 12}').get("step") == 12
+    assert "step" not in vals("{'loss': 2.5, 'learning_rate': 1e-4, 'epoch': 1.0}")  # a position
+
+
+def test_a_metric_in_an_epoch_sentence() -> None:
+    assert vals("Mean loss in epoch 7 = 0.123") == {"epoch": 7, "step": 7, "loss": 0.123}
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "want"),
+    [
+        ("iter 5 | trainLoss 0.44 | lrRate 0.1", "loss", 0.44),
+        ("Epoch: [1][20/300]  loss:0.5  (MeanTime 0.9)", "step_time", 0.9),
+        ("Epoch: [0]  [100/500]  lr: 0.01  dloss: 0.70 (0.75)  time: 0.3", "loss", 0.70),
+    ],
+)
+def test_camel_case_and_glued_keys(line: str, key: str, want: float) -> None:
+    assert vals(line).get(key) == pytest.approx(want)
+
+
+def test_two_kind_named_terms_are_components() -> None:
+    v = vals("iteration 30 | lm loss: 9.1 | nsp loss: 0.7 | loss scale: 1.0")
+    assert "loss" not in v
+    assert vals("iteration 30 | lm loss: 9.1 | loss scale: 1.0").get("loss") == 9.1
+
+
+def test_an_evaluation_segment_with_a_parenthesised_note() -> None:
+    v = vals("epoch 8 : train (41.0 sec): loss=0.91, acc=0.7 | dev (1.1 sec): loss=1.2, acc=0.5")
+    assert v.get("loss") == 0.91
+    assert not parse_line("epoch 8 : train (41.0 sec): loss=0.91 | dev (1.1 sec): loss=1.2").is_eval
+
+
+def test_a_bare_zero_fraction_is_not_a_step_without_a_loss() -> None:
+    assert "step" not in vals("[timer] 0/500, SamplesPerSec=12.5")
+    assert vals("Train Epoch: 2 [0/50000 (0%)]\tLoss: 1.9").get("step") == 0

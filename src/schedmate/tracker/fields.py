@@ -19,6 +19,7 @@ from importlib import resources
 
 __all__ = [
     "normalise_key",
+    "split_camel",
     "field_for_key",
     "is_eval_key",
     "key_words",
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 _SEP = re.compile(r"[\s\-]+")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")  # `trainLoss`, `AvgTime`; not `mAP`, `GPU`
 _WORD_SPLIT = re.compile(r"[_/.\s\-()]+")
 # role tables in lookup order (the first table holding a key decides)
 ROLES = (
@@ -66,6 +68,7 @@ class Lexicon:
     component_before_loss: frozenset[str]
     training_set_words: frozenset[str]
     counter_nouns: frozenset[str]
+    kind_losses: frozenset[str]
     counter_modifiers: frozenset[str]
 
 
@@ -85,14 +88,19 @@ def lexicon() -> Lexicon:
         component_before_loss=frozenset(raw["component_before_loss"]),
         training_set_words=frozenset(raw["training_set_words"]),
         counter_nouns=frozenset(raw["counter_nouns"]),
+        kind_losses=frozenset(raw["kind_losses"]),
         counter_modifiers=frozenset(raw["counter_modifiers"]),
     )
 
 
 def normalise_key(key: str) -> str:
     """`Train Loss` -> `train_loss`; keeps `/` and `.` (namespaces such as `actor/loss`)."""
-    k = key.strip().strip("'\"").lower()
-    return _SEP.sub("_", k)
+    return _SEP.sub("_", key.strip().strip("'\"").lower())
+
+
+def split_camel(key: str) -> str:
+    """`AvgTime` -> `Avg Time`, `trainLoss` -> `train Loss` (not `mAP`, `GPU`)."""
+    return _CAMEL.sub(" ", key)
 
 
 def key_words(key: str) -> list[str]:
@@ -107,6 +115,9 @@ def is_eval_key(key: str) -> bool:
     return any(w in words for w in key_words(key))
 
 
+_GLUED_LOSS = re.compile(r"[a-z]{1,2}loss")
+
+
 def _loss_role(words: list[str]) -> tuple[str, int] | None:
     """A key built around a loss noun: the total loss, a component, or None.
 
@@ -114,6 +125,8 @@ def _loss_role(words: list[str]) -> tuple[str, int] | None:
     (`kl_loss_coef`, `loss_scale`) and summaries (`final_loss`, `best_loss`) are not losses."""
     lex = lexicon()
     heads = [i for i, w in enumerate(words) if w in lex.loss_heads]
+    if not heads and len(words) == 1 and _GLUED_LOSS.fullmatch(words[0]):
+        return "loss_component", 9  # `closs`, `gloss_d`: a loss named by a glued letter or two
     if not heads or (heads[0] != 0 and heads[-1] != len(words) - 1):
         return None
     others = [w for i, w in enumerate(words) if i not in heads]

@@ -23,6 +23,7 @@ from schedmate.tracker.fields import (
     key_words,
     lexicon,
     normalise_key,
+    split_camel,
 )
 
 __all__ = [
@@ -96,12 +97,12 @@ _LEADING_COUNTER = re.compile(
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
-_SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*:")
+_SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*(?:\([^)]{0,24}\))?\s*:")  # `valid (2.1 sec):`
 # `16.8 (graph/s)`: a value with its rate unit in parentheses
 _PAREN_RATE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*\((?P<u>[A-Za-z]+/(?:s|sec))\)")
 # a finished Keras-style progbar stating only the epoch's duration: `300/300 [====] - 45s - loss`
 _PROGBAR_DONE = re.compile(
-    r"^\s*(?P<n>\d+)/(?P=n) \[[=>.]+\] - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
+    r"^\s*(?P<n>\d+)/(?P=n)(?: \[[=>.]+\])? - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
 )
 _PER = re.compile(
     r"\b(ms|s|sec|secs|seconds|it|steps|iters|batches|samples|examples|tokens|images)\s+per\s+"
@@ -120,7 +121,7 @@ _PER_NUM = {"seconds": "s", "secs": "s"}
 
 # `Average loss at step 2000: 4.51`, `score after iteration 30 is 0.9`: a metric named in a sentence
 _PROSE_METRIC = re.compile(
-    r"(?P<m>[^\W\d][\w\-]*(?: [^\W\d][\w\-]*){0,3})\s+(?:at|after)\s+(?P<c>[^\W\d]+)\s*#?(?P<n>\d+)\s*"
+    r"(?P<m>[^\W\d][\w\-]*(?: [^\W\d][\w\-]*){0,3})\s+(?:at|after|in)\s+(?P<c>[^\W\d]+)\s*#?(?P<n>\d+)\s*"
     r"(?:is|was|=|:)\s*(?P<v>" + NUM + r")(?![\w.])"
 )
 
@@ -179,6 +180,8 @@ class Candidates:
     first_role: str | None = None
     is_summary_line: bool = False
     summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
+    epoch_whole: bool = False  # the epoch written as a whole number in a record (`"epoch": 157`)
+    kind_loss: tuple[int, float] | None = None  # a loss named by its kind (`lm loss`)
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
@@ -306,7 +309,19 @@ _PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on",
 _COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
 _TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
 _TIME_WORDS = {"time", "t", "ms", "s", "sec", "secs", "cost", "duration"}
-_GENERIC_TIME = {"time", "seconds", "secs", "duration", "tiempo", "zeit", "temps", "耗时"}
+_GENERIC_TIME = {
+    "avg_time",
+    "average_time",
+    "mean_time",
+    "time",
+    "seconds",
+    "secs",
+    "duration",
+    "tiempo",
+    "zeit",
+    "temps",
+    "耗时",
+}
 
 
 def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | None]:
@@ -315,6 +330,8 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
     (`Validation loss`) or the suffix is a generic word qualified by others (`inference time`)."""
     key = normalise_key(raw_key)
     hit = field_for_key(key)
+    if hit is None and (split := split_camel(raw_key)) != raw_key:
+        return _resolve_key(c, split)  # `AvgTime`, `trainLoss`: words written in camel case
     if hit is not None or " " not in raw_key.strip():
         return key, hit
     words = raw_key.lower().split()
@@ -415,6 +432,9 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
             c.put("step_time", rank + 1, 1.0 / val)
     elif name == "loss_component":
         c.components.append(val)
+    elif name == "loss" and key in lexicon().kind_losses:
+        c.kind_loss = (rank, val)
+        c.put(name, rank, val)
     elif name == "total_if_step":
         if "step" in c.values or "epoch" in c.values:
             c.put("total_steps" if "step" in c.values else "total_epochs", rank, val)
@@ -546,6 +566,8 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
     if not pairs:
         return False
     for k, v in pairs:
+        if normalise_key(k) == "epoch" and v.strip().isdigit():
+            c.epoch_whole = True  # a per-epoch record; fractional epochs (`0.45`) are positions
         m = _VALUE_UNIT.match(v.strip())
         if m is None:
             if k.strip().lower() in ("loss", "train_loss") and v.strip().lower() == "nan":
@@ -593,7 +615,7 @@ def parse_line(text: str) -> Candidates:
         if m["d"]:
             c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
-    if " at " in body or " after " in body:
+    if " at " in body or " after " in body or " in " in body:
         body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
     if " per " in body:  # `410 ms per step` is `410 ms/step`
         body = _PER.sub(_per_unit, body)
@@ -624,7 +646,8 @@ def parse_line(text: str) -> Candidates:
         if step is None:
             f = fracs[-1]
             n, d = float(f["n"]), float(f["d"])
-            if d > 0 and n <= d:
+            # `0/2000` with no loss: nothing done yet (like a bar at 0); `[0/60000]  Loss: 2.3` is step 0
+            if d > 0 and n <= d and (n > 0 or "loss" in c.values):
                 c.put("step", 4, n)
                 c.put("total_steps", 4, d)
         elif "total_steps" not in c.values:
@@ -689,12 +712,20 @@ def _finish(c: Candidates, body: str) -> None:
     only_eval = (c.n_eval_keys and not c.n_other_keys) or rec_eval
     if only_eval and "loss" not in v and "step_time" not in v:
         c.is_eval = True  # only evaluation metrics besides the counter: `s:90 eval:0.3`
+    if c.kind_loss is not None and c.components and v.get("loss") == c.kind_loss:
+        del v["loss"]  # `lm loss` beside `sop loss`: two terms of a total the line does not print
+        c.components.append(c.kind_loss[1])
     many = c.n_metrics + c.n_other_keys >= 3
     sole = len(c.components) == 1 and ("step" in v or "epoch" in v or many)
     if sole and "loss" not in v and not c.loss_is_nan:
         c.put("loss", 8, c.components[0])  # the only loss printed is the loss (`loss_G`)
     epoch = c.get("epoch")
-    if "step" not in v and epoch is not None and epoch.is_integer() and c.first_role == "epoch":
+    if (
+        "step" not in v
+        and epoch is not None
+        and epoch.is_integer()
+        and (c.first_role == "epoch" or c.epoch_whole)
+    ):
         c.outer_counter = True  # an epoch (round, episode) is the only counter the line has
         c.put("step", 6, epoch)
         if c.total_epochs:
