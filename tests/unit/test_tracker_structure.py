@@ -443,3 +443,26 @@ def test_an_evaluation_segment_with_a_parenthesised_note() -> None:
 def test_a_bare_zero_fraction_is_not_a_step_without_a_loss() -> None:
     assert "step" not in vals("[timer] 0/500, SamplesPerSec=12.5")
     assert vals("Train Epoch: 2 [0/50000 (0%)]\tLoss: 1.9").get("step") == 0
+
+
+# --- batch-7 classes -----------------------------------------------------------------------------
+
+
+def test_full_width_punctuation() -> None:
+    assert vals("训练步数：300，损失：0.52") == {"step": 300, "loss": 0.52}
+
+
+def test_a_bare_counter_as_the_first_segment() -> None:
+    v = vals("7200 | loss 2.91 | lr 1e-4 | 512.5ms | mfu 30%")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (7200, 2.91, pytest.approx(0.5125))
+
+
+def test_a_key_value_table_flattened_onto_one_line() -> None:
+    v = vals(
+        "| time/ | | | iterations | 3 | | global_step | 96 | | train/ | | | loss | 0.7 | | n_updates | 30 |"
+    )
+    assert (v.get("step"), v.get("loss")) == (96, 0.7)
+
+
+def test_cross_validation_lines_are_evaluation() -> None:
+    assert parse_line("2024-05-05 10:00:00,000 DEBUG CV Batch 3/20 loss 12.5 acc 0.4").is_eval

@@ -92,7 +92,7 @@ _EPOCH_BRACKET = re.compile(
 # `[N]` (or `[N]:`) then a space, after any bracketed log prefix (`[INFO] [thread] [N]`), or
 # `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
 _LEADING_COUNTER = re.compile(
-    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+):\t)"
+    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|\s+\|\s))"
 )
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
@@ -593,15 +593,44 @@ def parse_kv_row(c: Candidates, text: str) -> bool:
     return True
 
 
+_FULLWIDTH = str.maketrans({"：": ":", "，": ",", "；": ";", "（": "(", "）": ")", "｜": "|", "＝": "="})
+
+
+def _flat_kv_rows(c: Candidates, text: str) -> bool:
+    """A `| key | value |` table pasted onto one line (`| fps | 9 | | loss | 1.8 | ...`)."""
+    if text.count("|") < 6 or not text.lstrip().startswith(("|", "│")):
+        return False
+    cells = [x.strip() for x in _BORDERS.split(text)]
+    pairs = [
+        (k, v)
+        for k, v in zip(cells, cells[1:], strict=False)
+        if k and v and _KEY_CELL.match(k) and _VALUE_UNIT.match(v)
+    ]
+    if len(pairs) < 2:
+        return False
+    for k, v in pairs:
+        m = _VALUE_UNIT.match(v)
+        if m is not None and _apply_kv(c, k, m["v"], m["u"] or ""):
+            c.n_metrics += 1
+    _finish(c, "")
+    return True
+
+
+_BORDERS = re.compile(r"[|│]")
+_KEY_CELL = re.compile(r"^[^\W\d][\w./\- ]*$")
+
+
 def parse_line(text: str) -> Candidates:
     """Everything metric-like on one line (no cross-line context)."""
     c = Candidates()
     if not _HAS_NUMBER.search(text):
         return c
+    if not text.isascii():
+        text = text.translate(_FULLWIDTH)  # `训练次数：1500，Loss：1.28`
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
         _finish(c, "")
         return c
-    if parse_kv_row(c, text):
+    if parse_kv_row(c, text) or _flat_kv_rows(c, text):
         return c
     body = strip_timestamps(text)
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
