@@ -82,3 +82,21 @@ def test_semantic_key_bound_holds_while_running(rate: float) -> None:
         bound = pol.key_bound(job, now, pol.key(job, now))
         for dt in (0.0, 1e-6, 1.0, 60.0, 119.9, 120.0, 300.0, 1e5):
             assert pol.key(job, now + dt) <= bound, (n, dt)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["semantic", "semantic-pack", "tiresias"]))
+def test_skipped_key_event_rounds_are_exact(seed: int, policy: str) -> None:
+    """A key event whose round would change nothing skips it (with packing too): the same
+    results as running every such round."""
+    jobs = _trace(seed, 120)
+
+    def run(skip: bool) -> list[tuple[str, float, float, int]]:
+        sim = Simulator(
+            jobs, {"a": 16, "b": 24}, make_policy(policy), make_estimator("noisy", seed=0), check=True
+        )
+        if not skip:
+            sim._round_would_act = lambda vc, now, policy: True  # type: ignore[method-assign]
+        return [(j.job_id, j.first_start, j.end, j.preemptions) for j in sim.run().jobs]
+
+    assert run(True) == run(False)

@@ -32,6 +32,7 @@ from schedmate.sim.estimators import Estimator, OracleEstimator
 from schedmate.sim.failures import FailureModel
 from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.invariants import check_allocation
+from schedmate.sim.packing import PACK_MAX_GPUS, PackingMixin
 from schedmate.sim.placement import (
     LucidNodePlacement,
     NodePlacement,
@@ -47,12 +48,11 @@ from schedmate.sim.trace import TraceJob
 __all__ = ["JobState", "Simulator", "SimResult", "PACK_MAX_GPUS"]
 
 # at equal times, finishes free GPUs before arrivals are placed; a batched round comes last
-_FINISH, _ARRIVE, _FAIL, _CHECK, _KEY, _ROUND = 0, 1, 2, 3, 4, 5
-PACK_MAX_GPUS = 8  # as Lucid: multi-node jobs are never packed
+_FINISH, _ARRIVE, _FAIL, _KEY, _ROUND = 0, 1, 2, 4, 5  # and _CHECK = 3, a pair's check (packing.py)
 _HEAD = -math.inf  # key prefix of a job requeued at the head of the queue
 
 
-class Simulator(RoundMixin):
+class Simulator(RoundMixin, PackingMixin):
     def __init__(
         self,
         jobs: Sequence[TraceJob],
@@ -99,6 +99,8 @@ class Simulator(RoundMixin):
         self.detect_s = float(getattr(policy, "detect_s", 120.0))
         self.aware = bool(getattr(policy, "failure_aware", False))
         self.interference = interference or (InterferenceModel.shipped() if self.packing else None)
+        self._solo_ver: dict[tuple[int, int], int] = {}
+        self._no_host: dict[int, int] = {}
         self.failures = failures
         self.check = check
         self.quota = sem.round == "quota" and preemptive and not self.packing
@@ -363,6 +365,7 @@ class Simulator(RoundMixin):
         st.rate = 1.0
         if self.packing and st.gpus <= PACK_MAX_GPUS:
             vc.solo.setdefault((st.gpus, st.share), {})[st.idx] = None
+            self._solo_changed(vc, st.gpus)
         self._schedule(st, now, events)
 
     def _release(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
@@ -379,6 +382,7 @@ class Simulator(RoundMixin):
             self._settle(q, now)
             q.rate = 1.0
             vc.solo.setdefault((q.gpus, q.share), {})[q.idx] = None
+            self._solo_changed(vc, q.gpus)
             self._schedule(q, now, events)
             return
         if vc.nodes is None:
@@ -388,8 +392,8 @@ class Simulator(RoundMixin):
             for _, g in st.alloc:
                 vc.free += g
         self._busy -= st.gpus
-        if self.packing:
-            vc.solo.get((st.gpus, st.share), {}).pop(st.idx, None)
+        if self.packing and vc.solo.get((st.gpus, st.share), {}).pop(st.idx, 0) is None:
+            self._solo_changed(vc, st.gpus)
 
     def _preempt(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
         self._settle(st, now)
@@ -400,71 +404,6 @@ class Simulator(RoundMixin):
             st.overhead += cost
         self._release(vc, st, now, events)
         self._push(vc, st, now)
-
-    # -- packing --------------------------------------------------------------------------------
-    def _pair(self, vc: VCState, guest: JobState, host: JobState, now: float, events: list[Event]) -> None:
-        assert self.interference is not None
-        if self.lazy is not None:
-            self.lazy.pin(host.idx)  # before its progress is re-based
-        self._settle(host, now)
-        vc.solo[(host.gpus, host.share)].pop(host.idx, None)
-        guest.rate = 1.0 / self.interference.sample(guest.share, host.share, self._rng)
-        host.rate = 1.0 / self.interference.sample(host.share, guest.share, self._rng)
-        guest.partner, host.partner = host.idx, guest.idx
-        guest.alloc = host.alloc  # the same GPUs of the same node(s)
-        self._schedule(host, now, events)
-        self._schedule(guest, now, events)
-        self.packs += 1
-        if self.cancel is not None:
-            heapq.heappush(events, (now + self.detect_s, _CHECK, guest.idx, guest.idx, guest.version))
-
-    def _host_for(self, vc: VCState, st: JobState) -> int:
-        """A running job `st` may share GPUs with, as the policy allows (-1: none)."""
-        assert self.interference is not None
-        can_pack = self.policy.can_pack  # type: ignore[attr-defined]
-        for c in range(len(self.interference.mean)):  # least interfering classes first
-            cands = vc.solo.get((st.gpus, c))
-            if not cands:
-                continue
-            slow = (self.interference.expected(st.share, c), self.interference.expected(c, st.share))
-            for n, h in enumerate(cands):
-                if can_pack(st, self.jobs[h], slow):
-                    return h
-                if n >= 8:  # bounded search: the oldest few candidates of this class
-                    break
-        return -1
-
-    def _pack_some(self, vc: VCState, now: float, events: list[Event]) -> bool:
-        """Pack the best pending head (one per size class, in key order) that has a host."""
-        for _, _, i in sorted(h[0] for h in vc.buckets.values() if h):
-            st = self.jobs[i]
-            if st.gpus > PACK_MAX_GPUS or st.no_pack:
-                continue
-            host = self._host_for(vc, st)
-            if host >= 0:
-                self._pop(vc, st.gpus)
-                self._start(vc, st, now, events, host=host)
-                return True
-        return False
-
-    def _check_pair(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> bool:
-        """The tracker's verdict `detect_s` after packing: un-pack a pair slowed beyond the
-        threshold (True when it did)."""
-        if st.partner < 0 or self.cancel is None:
-            return False
-        host = self.jobs[st.partner]
-        if max(1.0 / st.rate, 1.0 / host.rate) <= self.cancel:
-            return False
-        self.unpacks += 1
-        st.no_pack = True
-        self._settle(st, now)
-        self._release(vc, st, now, events)
-        if st.gpus <= self._limit(vc):  # migrate to free GPUs
-            self._start(vc, st, now, events)
-        else:
-            st.preemptions += 1
-            self._push(vc, st, now)
-        return True
 
     # -- failures -------------------------------------------------------------------------------
     def _infra_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:

@@ -56,10 +56,14 @@ class _LazyWorse:
         cand, found, sim = self.cand, self.found, self.sim
         jobs, running, key, now, floor = sim.jobs, self.vc.running, sim.policy.key, self.now, self.floor
         bounds = self.vc.bounds
-        seq, pinned = self.seq, self.pinned
-        while self.pos < len(cand) and (not found or not found[0][0] < cand[self.pos][0]):
-            e = cand[self.pos]
-            self.pos += 1
+        seq, pinned, ub = self.seq, self.pinned, self.ub
+        policy: BoundedKey = sim.policy  # type: ignore[assignment]
+        pos, end = self.pos, len(cand)
+        while pos < end:
+            e = cand[pos]
+            if found and found[0][0] < e[0]:
+                break  # the worst found is above every bound not yet looked at
+            pos += 1
             i = e[1]
             st = jobs[i]
             if i in running and st.start_seq == e[2]:
@@ -69,12 +73,13 @@ class _LazyWorse:
                     continue
                 k = pinned[i] if i in pinned else key(st, now)
                 if k > floor:
-                    heapq.heappush(found, (tuple([-x for x in k]), -i, k, i, e[2]))
+                    nk = (-k[0], -k[1]) if len(k) == 2 else tuple([-x for x in k])
+                    heapq.heappush(found, (nk, -i, k, i, e[2]))
                     continue
-                if self.ub is not None:
-                    self.ub -= st.gpus
-                policy: BoundedKey = sim.policy  # type: ignore[assignment]
-                fresh: Bound | None = (tuple([-x for x in policy.key_bound(st, now, k)]), i, e[2])
+                if ub is not None:
+                    ub -= st.gpus
+                b = policy.key_bound(st, now, k)
+                fresh: Bound | None = ((-b[0], -b[1]) if len(b) == 2 else tuple([-x for x in b]), i, e[2])
             else:
                 fresh = None  # stale: evicted or finished since (still counted in ub: an upper bound)
             at = bisect_left(bounds, e)
@@ -82,6 +87,7 @@ class _LazyWorse:
                 del bounds[at]
                 if fresh is not None:
                     insort(bounds, fresh)
+        self.pos, self.ub = pos, ub
         if not found:
             return False
         _, _, k, i, stamp = heapq.heappop(found)
@@ -206,7 +212,7 @@ class RoundMixin:
             bounds[:] = [e for e in bounds if e[1] in running and jobs[e[1]].start_seq == e[2]]
         policy: BoundedKey = self.policy  # type: ignore[assignment]
         b = policy.key_bound(st, now, self.policy.key(st, now))
-        insort(bounds, (tuple([-x for x in b]), st.idx, st.start_seq))
+        insort(bounds, ((-b[0], -b[1]) if len(b) == 2 else tuple([-x for x in b]), st.idx, st.start_seq))
 
     def _worse(
         self, vc: VCState, now: float, floor: tuple[float, ...], need: int
@@ -287,12 +293,16 @@ class RoundMixin:
         return nodes.evictions(st.gpus, allowed())
 
     def _round_would_act(self, vc: VCState, now: float, policy: SchedulingPolicy) -> bool:
-        """Would a round change anything now? Exact for pool placement without packing (the
-        round's rules: start the best head, else evict for it, else backfill); otherwise
-        (and in batched or quota rounds) answers yes."""
+        """Would a round change anything now? Exact for pool placement (the round's rules: start
+        the best head, else pack it, else evict for it, else backfill), asked only after a
+        running job's key changed: the last round left nothing to start, pack or backfill, and
+        neither a key nor can_pack (the two jobs only) changes who can pack; with packing, the
+        worse jobs' GPUs bound what an eviction can free (a pair counts once, by its lower
+        index, and is evicted only when both are worse). With nodes, or in batched or quota
+        rounds, it answers yes."""
         if not vc.n_pending:
             return False
-        if self.packing or vc.nodes is not None or self.interval > 0 or self.quota:
+        if vc.nodes is not None or self.interval > 0 or self.quota:
             return True
         head = self._best_head(vc, None)
         assert head is not None
