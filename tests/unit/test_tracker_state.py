@@ -9,10 +9,12 @@ from contracts import TRACK_JSON_KEYS
 from pydantic import BaseModel
 
 from schedmate.core.errors import BackendUnavailable
-from schedmate.core.types import ProgressSample
+from schedmate.core.settings import TrackerSettings
+from schedmate.core.types import LineKind, ProgressSample
+from schedmate.tracker import LineClassifier, MetricTracker
 from schedmate.tracker.mapper import FieldMapper, MappingReply, _reply_model
 from schedmate.tracker.state import EventDetector, TableReader, sample_from_line, summarize
-from schedmate.tracker.templates import numeric_tokens
+from schedmate.tracker.templates import mask_line, numeric_tokens
 
 
 def run(lines: list[str]):
@@ -200,3 +202,31 @@ def test_mapper_ignores_marks_not_in_the_line_and_non_fields() -> None:
 def test_mapper_reply_with_an_unknown_role_is_invalid() -> None:
     with pytest.raises(ValueError):
         MappingReply.model_validate({"roles": [{"mark": 0, "role": "rm -rf /"}]})
+
+
+def _odd_tracker(llm: FakeLLM) -> MetricTracker:
+
+    clf = LineClassifier(embedder=None)
+    clf.decisions[mask_line("<<12>> ~0.75~ [310]")] = LineKind.PROGRESS  # as if the embedder had said so
+    return MetricTracker(TrackerSettings(use_llm=True), classifier=clf, mapper=FieldMapper(llm))
+
+
+def test_the_llm_reads_a_log_the_rules_cannot() -> None:
+    roles = [{"mark": 0, "role": "step"}, {"mark": 1, "role": "loss"}]
+    llm = FakeLLM([{"roles": roles}])
+    r = _odd_tracker(llm).track_lines(["<<12>> ~0.75~ [310]", "<<13>> ~0.70~ [305]"])
+    assert (r.step, r.loss, llm.calls) == (13, 0.70, 1)
+
+
+def test_the_llm_is_not_asked_where_the_rules_read_progress() -> None:
+    llm = FakeLLM([{"roles": [{"mark": 0, "role": "step"}, {"mark": 1, "role": "loss"}]}])
+    r = _odd_tracker(llm).track_lines(["step 5/10 loss 1.5", "<<12>> ~0.75~ [310]"])
+    assert (r.step, r.loss, llm.calls) == (5, 1.5, 0)
+
+
+def test_a_mapped_zero_step_time_is_no_step_time(tmp_path) -> None:
+    llm = FakeLLM([{"roles": [{"mark": 0, "role": "step"}, {"mark": 1, "role": "step_time"}]}])
+    p = tmp_path / "odd.log"
+    p.write_text("<<12>> ~0.75~ [310]\n<<13>> ~0~ [305]\n")
+    r = _odd_tracker(llm).track_file(p, now=p.stat().st_mtime + 10_000)  # an old log: the stall check runs
+    assert r.step == 13 and r.step_time_s is None

@@ -92,7 +92,7 @@ class FieldMapping(BaseModel):
             epoch=vals.get("epoch"),
             loss=None if loss is None or math.isnan(loss) else loss,
             loss_is_nan=loss is not None and math.isnan(loss),
-            step_time_s=st,
+            step_time_s=st if st is not None and math.isfinite(st) and st > 0 else None,
             lr=vals.get("lr"),
         )
 

@@ -441,7 +441,7 @@ def summarize(
         epoch=values.get("epoch"),  # type: ignore[arg-type]
         loss=loss if isinstance(loss, float) and not math.isnan(loss) else None,
         loss_is_nan=isinstance(loss, float) and math.isnan(loss),
-        step_time_s=step_time if isinstance(step_time, float) else None,
+        step_time_s=step_time if isinstance(step_time, float) and step_time > 0 else None,
         throughput=thr if isinstance(thr, Throughput) else None,
         lr=values.get("lr"),  # type: ignore[arg-type]
         progress=progress,

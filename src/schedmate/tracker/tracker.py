@@ -175,10 +175,11 @@ class MetricTracker:
         return self.settings.use_llm and self.mapper.llm is not None
 
     def _line_samples(
-        self, table: TableReader, no: int, text: str, kind: LineKind
+        self, table: TableReader, no: int, text: str, kind: LineKind, *, llm: bool = False
     ) -> list[tuple[ProgressSample, bool, float | None]]:
-        """Samples of one line: a table row, a parsed progress line, or (once per template)
-        an LLM-mapped one; other lines may be a table header. (sample, is_bar, batch_size)."""
+        """Samples of one line: a table row, a parsed progress line, or (with `llm`, once per
+        template) an LLM-mapped one; other lines may be a table header. (sample, is_bar,
+        batch_size)."""
         row = table.row(no, text)
         if row is not None:
             return [(row, False, None)]
@@ -186,7 +187,7 @@ class MetricTracker:
             table.offer_header(text)
             return []
         got = sample_from_line(no, text)
-        if not got and self._use_llm():
+        if not got and llm:
             mapping = self.mapper.mapping_for(mask_line(text), text)
             s = mapping.apply(no, text) if mapping is not None else None
             if s is not None:
@@ -198,7 +199,14 @@ class MetricTracker:
     ) -> TrackResult:
         if cut_last and lines:
             lines = [*lines[:-1], _without_cut_value(lines[-1])]
-        samples, batch_size, config_total = self._samples(lines, first_line_no=1 if whole else 0)
+        first_no = 1 if whole else 0
+        samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=False)
+        if self._use_llm() and not any(not s.is_eval for s, _ in samples):
+            # the long tail: the rules found no training progress, so the model's verdict on
+            # unparsed lines and the LLM's field mappings are asked (once per template). Where
+            # the rules do find progress the LLM is not asked: a small model's guesses about
+            # a line must not displace what the rules read (measured: docs/tracker.md)
+            samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=True)
 
         det = self._detector()
         events: list[TrackEvent] = []
@@ -215,11 +223,11 @@ class MetricTracker:
         )
 
     def _samples(
-        self, lines: list[str], first_line_no: int
+        self, lines: list[str], first_line_no: int, *, llm: bool
     ) -> tuple[list[tuple[ProgressSample, bool]], float | None, int | None]:
         # the model's verdict only matters here for progress lines no rule can parse, and
         # those are only usable when an LLM can map them: otherwise skip the model
-        kinds = self.classifier.classify_batch(lines, embed=self._use_llm())
+        kinds = self.classifier.classify_batch(lines, embed=llm)
         table = TableReader()
         # only the most recent progress lines matter: parse at most `max_samples` of them
         first = 0
@@ -244,7 +252,7 @@ class MetricTracker:
                 continue
             if (done := kv.flush()) is not None:
                 samples.append((sections.mark(done), False))
-            got = self._line_samples(table, no, text, kind)
+            got = self._line_samples(table, no, text, kind, llm=llm)
             for s, bar, bs in got:
                 samples.append((sections.mark(s), bar))
                 batch_size = bs or batch_size
@@ -269,7 +277,12 @@ class MetricTracker:
 
     def _stall_event(self, path: Path, result: TrackResult, now: float | None) -> TrackEvent | None:
         """A static log whose last write is far older than its usual step time is stalled."""
-        if not result.has_progress or result.step_time_s is None or result.progress == 1.0:
+        if (
+            not result.has_progress
+            or not result.step_time_s
+            or result.step_time_s <= 0
+            or result.progress == 1.0
+        ):
             return None
         try:
             age = (now or time.time()) - path.stat().st_mtime
@@ -324,6 +337,7 @@ class MetricTracker:
         kv = KeyValueTable()
         sections = Sections()
         embed = self._use_llm()
+        rules_read = False
 
         def _poll() -> bool:
             ev = det.check_stall(clock())
@@ -339,11 +353,15 @@ class MetricTracker:
             if kv.offer(line.no, line.text):
                 continue  # a key/value table counts when it ends
             done = kv.flush()
-            kind = self.classifier.classify_batch([line.text], embed=embed)[0]
+            # the LLM path only while the rules have read no training progress (the long tail)
+            ask = embed and not rules_read
+            kind = self.classifier.classify_batch([line.text], embed=ask)[0]
             got = [(sections.mark(done), False)] if done is not None else []
-            got += [
-                (sections.mark(s), bar) for s, bar, _ in self._line_samples(table, line.no, line.text, kind)
-            ]
+            ruled = self._line_samples(table, line.no, line.text, kind)
+            rules_read = rules_read or any(not s.is_eval for s, _, _ in ruled)
+            if not ruled and ask:
+                ruled = self._line_samples(table, line.no, line.text, kind, llm=True)
+            got += [(sections.mark(s), bar) for s, bar, _ in ruled]
             if not got and kind is not LineKind.PROGRESS:
                 marker = sections.announce(line.no, line.text)
                 if marker is not None:
