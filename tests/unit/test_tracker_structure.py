@@ -466,3 +466,53 @@ def test_a_key_value_table_flattened_onto_one_line() -> None:
 
 def test_cross_validation_lines_are_evaluation() -> None:
     assert parse_line("2024-05-05 10:00:00,000 DEBUG CV Batch 3/20 loss 12.5 acc 0.4").is_eval
+
+
+def test_a_bare_item_count_bar_is_not_training() -> None:
+    assert not is_training_progress("31250it [12:00, 43.40it/s]")
+    assert is_training_progress("Loss: 0.61: : 40it [00:12,  3.2it/s]")
+    assert is_training_progress("train: 9001it [00:12, 750.2it/s, loss=0.05]")
+
+
+# --- batch-8 classes -----------------------------------------------------------------------------
+
+
+def test_a_value_stated_in_a_sentence_with_is() -> None:
+    assert vals("epoch: 12 step: 40, loss is 0.875") == {"epoch": 12, "step": 40, "loss": 0.875}
+
+
+def test_keys_joined_to_values_by_a_dash() -> None:
+    v = vals("[Train][ 2][5/30]   NLL-1.25   ACC-0.500   LOSS-1.250   TIME-0.75")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (5, 1.25, 0.75)
+    assert "step" not in vals("top-5 accuracy 0.91")
+
+
+def test_a_paired_key_takes_its_first_value() -> None:
+    assert vals("[iter:   900] [time (data): 0.812 (0.101)] l_pix: 0.02").get("step_time") == pytest.approx(
+        0.812
+    )
+
+
+def test_a_timestamp_is_not_a_step_time() -> None:
+    assert "step_time" not in vals("it: 3 loss: 1.1 batch time: 1573037651.13")
+
+
+def test_a_timing_report_after_the_counter_line_is_not_the_progress_line(tmp_path: Path) -> None:
+    text = "epoch: 4 step: 50, loss is 0.9\nepoch time: 9000.0 ms, per step time: 180.0 ms\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (50, 0.9, None)
+
+
+def test_a_metrics_report_after_training_is_a_summary(tmp_path: Path) -> None:
+    text = (
+        "{'loss': 0.41, 'learning_rate': 1e-4, 'epoch': 0.9}\n"
+        "{'loss': 0.40, 'learning_rate': 1e-4, 'epoch': 1.0}\n"
+        "***** train metrics *****\n  epoch      =   1.0\n  train_loss =   0.47\n"
+    )
+    assert track(text, tmp_path)["loss"] == 0.40
+
+
+def test_a_count_column_is_the_tables_counter(tmp_path: Path) -> None:
+    text = "NumSteps,Seconds,LearningRate,ce_loss\n1000.0,50.1,0.01,2.5\n2000.0,99.8,0.01,2.25\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (2000, 2.25)

@@ -80,7 +80,7 @@ def is_training_progress(text: str) -> bool:
     """True when the parser finds a step counter, a loss or a step time on the line."""
     c = parse_line(text)
     v = c.values
-    if c.stage_label:
+    if c.stage_label or (c.bare_count and "loss" not in v):
         return False
     return (
         ("step" in v and (len(v) > 2 or c.is_bar))

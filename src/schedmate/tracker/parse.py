@@ -136,6 +136,22 @@ def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
     return " " * len(m[0])
 
 
+_IS_VALUE = re.compile(r"(?<=[^\W\d]) (?:is|was) (?=[-+]?\.?\d)")
+# `LOSS-36.105   TIME-2.03`: a key and its value joined by a dash (only keys with a role)
+_DASH_VALUE = re.compile(
+    r"(?<![\w\-])(?P<k>[A-Za-z][A-Za-z_]{1,15})-(?P<v>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.\-])"
+)
+
+
+def _dash_value(c: Candidates, m: re.Match[str]) -> str:
+    key, hit = _resolve_key(c, m["k"])
+    if hit is None or hit[0] in ("total_if_step",):
+        return m[0]
+    if _apply_kv(c, m["k"], m["v"], ""):
+        c.n_metrics += 1
+    return " " * len(m[0])
+
+
 def _per_unit(m: re.Match[str]) -> str:
     unit = _PER_NUM.get(m[1].lower(), m[1]) + "/" + _PER_DENOM.get(m[2].lower(), m[2])
     return unit.ljust(len(m[0]))
@@ -182,6 +198,7 @@ class Candidates:
     summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
     epoch_whole: bool = False  # the epoch written as a whole number in a record (`"epoch": 157`)
     kind_loss: tuple[int, float] | None = None  # a loss named by its kind (`lm loss`)
+    bare_count: bool = False  # a bar with neither total, description nor postfix
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
@@ -246,6 +263,7 @@ def split_glued(text: str) -> list[str]:
     return [p for p in parts if p.strip()] or [text]
 
 
+_MAX_STEP_S = 1e7
 _UNIT_WORDS = {"毫秒": "ms", "秒": "s", "分钟": "min"}
 
 
@@ -265,8 +283,10 @@ def _seconds(value: float, unit: str) -> float:
 def _put_time(c: Candidates, key: str, rank: int, value: float, unit: str) -> None:
     if "(ms)" in key or key.startswith("ms/") or key.endswith("_ms"):
         unit = "ms"
-    if value > 0 and math.isfinite(value) and unit.lower() != "h":  # hours: a simulated time step
-        c.put("step_time", rank, _seconds(value, unit))
+    secs = _seconds(value, unit)
+    # hours: a simulated time step; over ~4 months: a Unix timestamp, not a duration
+    if value > 0 and math.isfinite(value) and unit.lower() != "h" and secs < _MAX_STEP_S:
+        c.put("step_time", rank, secs)
 
 
 def _apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
@@ -305,6 +325,7 @@ _LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
 
+_PAIRED_KEY = re.compile(r"^\s*([^\W\d][\w ]*?)\s*\([^\W\d]\w*\)\s*$")
 _PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on", "until", "since"}
 _COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
 _TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
@@ -332,6 +353,8 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
     hit = field_for_key(key)
     if hit is None and (split := split_camel(raw_key)) != raw_key:
         return _resolve_key(c, split)  # `AvgTime`, `trainLoss`: words written in camel case
+    if hit is None and (paired := _PAIRED_KEY.match(raw_key)) is not None:
+        return _resolve_key(c, paired[1])  # `time (data): 1.6 (0.26)`: the first value is `time`
     if hit is not None or " " not in raw_key.strip():
         return key, hit
     words = raw_key.lower().split()
@@ -453,6 +476,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
         if m2 is None:
             return text
         c.is_bar = True
+        # `29810it [25:39, 1.56it/s]` alone counts items of any work (data preparation...)
+        c.bare_count = not _WORDS.search(text[: m2.start()]) and not m2["postfix"]
         c.put("step", 3, float(m2["n"]))
         if (bare_rate := _to_float(m2["rate"])) is not None:
             _apply_rate(c, bare_rate, m2["runit"], 3)
@@ -646,6 +671,10 @@ def parse_line(text: str) -> Candidates:
         body = _blank(body, [(m.start(), m.end())])
     if " at " in body or " after " in body or " in " in body:
         body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
+    if " is " in body or " was " in body:
+        body = _IS_VALUE.sub(": ", body)  # `loss is 1.34`: a value stated in a sentence
+    if "-" in body:
+        body = _DASH_VALUE.sub(lambda m: _dash_value(c, m), body)
     if " per " in body:  # `410 ms per step` is `410 ms/step`
         body = _PER.sub(_per_unit, body)
     r_ = _RANGE.search(body)

@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
-from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
+from schedmate.tracker.fields import field_for_key, lexicon, normalise_key, split_camel
 from schedmate.tracker.parse import (
     Candidates,
     parse_duration,
@@ -182,7 +182,7 @@ class TableReader:
         if cells is not None:
             delim, names = cells
             if 2 <= len(names) <= 30 and all(_CELL_NAME.match(n) for n in names):
-                keys = [normalise_key(n) for n in names]
+                keys = [normalise_key(split_camel(n)) for n in names]  # `NumIters` is `num iters`
                 if any(field_for_key(k) is not None for k in keys):
                     self.header, self.columns, self.delim = keys, None, delim
                     return True
@@ -228,8 +228,9 @@ class TableReader:
                 if len(toks) > n
                 else Candidates()
             )
+        components = 0
         for key, tok in zip(header, toks[:n], strict=True):
-            hit = field_for_key(key)
+            hit = _column_role(key)
             if hit is None or not tok:
                 continue
             name, rank = hit
@@ -248,8 +249,13 @@ class TableReader:
                         c.loss_is_nan = True
                 elif name in ("step_time", "outer_time"):
                     _table_time(c, name, rank, tok)
+                elif name == "loss_component":
+                    components += 1
+                    c.components.append(float(tok))
             except ValueError:
                 continue
+        if components == 1 and "loss" not in c.values:
+            c.put("loss", 8, c.components[0])  # the table's only loss column is its loss
         epoch = c.get("epoch")
         if "step" not in c.values and epoch is not None and len(toks) == n:
             c.put("step", 6, epoch)  # an epoch column is a plain table's only counter
@@ -258,6 +264,23 @@ class TableReader:
         elif c.generic_time is not None and "step_time" not in c.values:
             c.put("step_time", c.generic_time[0], c.generic_time[1])
         return _sample(line_no, text, c)
+
+
+def _column_role(key: str) -> tuple[str, int] | None:
+    """A column's role: as a key, and a count column that changes row by row (`NumIters`,
+    `total_steps`) is the table's counter, never a run total."""
+    hit = field_for_key(key)
+    if hit is not None and hit[0] == "total_steps":
+        return "step", hit[1] + 2
+    if hit is None:
+        words = key.split("_")
+        if (
+            len(words) == 2
+            and words[0] in ("num", "n", "total", "nb")
+            and words[1] in lexicon().counter_nouns
+        ):
+            return "step", 3
+    return hit
 
 
 def _table_time(c: Candidates, name: str, rank: int, tok: str) -> None:
@@ -305,6 +328,8 @@ class Sections:
         if text.rstrip().endswith(":") and not any(c.isdigit() for c in text):
             # `this epoch:` / `Averaged stats:`: the step-less lines under it summarise
             self.summary_block = "epoch" in words or any(w in lex.summary_words for w in words)
+        elif not any(c.isdigit() for c in text) and ("metrics" in words or "results" in words):
+            self.summary_block = True  # `***** train metrics *****`: a report follows
         if any(w in lex.eval_headings for w in words[:3]) or any(
             w in low for w in lex.eval_headings if not w.isascii()
         ):
@@ -319,6 +344,8 @@ class Sections:
 
     def mark(self, s: ProgressSample) -> ProgressSample:
         """The sample as training or evaluation, given the section it is in."""
+        if self.summary_block and s.text[:1].isspace() and not s.is_eval:
+            return replace(s, summary=True)  # an indented line of the report (`  epoch = 1.0`)
         if s.step is not None:
             self.summary_block = False
         elif self.summary_block and not s.is_eval:
@@ -374,6 +401,7 @@ def summarize(
     samples = _rounds_without_training(_after_run_end(samples))
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _drop_trailing_summaries(train)
+    train = _drop_trailing_timings(train)
     if not train:
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
@@ -544,6 +572,23 @@ def _drop_trailing_summaries(
         if not reached:
             break
         end -= 1
+    return train[:end]
+
+
+def _drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """A timing report after a counter line (`Train epoch time: 11617 ms, per step time: 187
+    ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
+    line before it is (with its own fields)."""
+    end = len(train)
+    while end > 1:
+        s, bar = train[end - 1]
+        if bar or s.step is not None or s.loss is not None or s.loss_is_nan or s.step_time_s is None:
+            break
+        if _CONTINUATION.match(s.text):
+            break  # an indented line continues its record
+        end -= 1
+    if end == len(train) or train[end - 1][0].step is None:
+        return train
     return train[:end]
 
 
