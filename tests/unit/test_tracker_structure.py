@@ -516,3 +516,12 @@ def test_a_count_column_is_the_tables_counter(tmp_path: Path) -> None:
     text = "NumSteps,Seconds,LearningRate,ce_loss\n1000.0,50.1,0.01,2.5\n2000.0,99.8,0.01,2.25\n"
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (2000, 2.25)
+
+
+def test_a_leading_global_fraction_before_a_colon() -> None:
+    v = vals("3.  12000/50000: episode: 40, duration: 1.2s, steps per second: 200, loss: 0.5")
+    assert (v.get("step"), v.get("total_steps"), v.get("loss")) == (12000, 50000, 0.5)
+
+
+def test_a_ctime_timestamp_is_not_a_number_of_the_line() -> None:
+    assert vals("Tue Mar  5 10:11:12 2024 iter: 30 loss: 0.25") == {"step": 30, "loss": 0.25}

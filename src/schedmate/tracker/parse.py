@@ -48,6 +48,8 @@ _TIMESTAMP = re.compile(
     r"|\[[A-Z]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\]"
     r"|(?<![\d:])\d{2}:\d{2}:\d{2}(?:[.,]\d{3,9})(?![\d])"  # bare 12:44:11.139
     r"|\b\d{2}/\d{2}/\d{2,4}[ T]\d{2}:\d{2}:\d{2}\b"  # log4j's yy/MM/dd HH:mm:ss
+    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
+    r"\d{2}:\d{2}:\d{2} \d{4}\b"  # ctime: Mon Nov 16 01:53:58 2020
 )
 # a line that carries another log record glued to its end (tqdm without newline)
 _GLUE = re.compile(r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
@@ -84,7 +86,7 @@ _RATE = re.compile(
 )
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
-_FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w.:/%])")
+_FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w./%]|:\d)")  # `40336/50000: ...`
 _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
     re.I,
