@@ -98,9 +98,10 @@ def normalise_key(key: str) -> str:
     return _SEP.sub("_", key.strip().strip("'\"").lower())
 
 
+@lru_cache(maxsize=8192)
 def split_camel(key: str) -> str:
     """`AvgTime` -> `Avg Time`, `trainLoss` -> `train Loss` (not `mAP`, `GPU`)."""
-    return _CAMEL.sub(" ", key)
+    return key if key.islower() or key.isupper() else _CAMEL.sub(" ", key)
 
 
 def key_words(key: str) -> list[str]:

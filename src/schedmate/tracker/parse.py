@@ -48,8 +48,11 @@ _TIMESTAMP = re.compile(
     r"|\[[A-Z]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\]"
     r"|(?<![\d:])\d{2}:\d{2}:\d{2}(?:[.,]\d{3,9})(?![\d])"  # bare 12:44:11.139
     r"|\b\d{2}/\d{2}/\d{2,4}[ T]\d{2}:\d{2}:\d{2}\b"  # log4j's yy/MM/dd HH:mm:ss
-    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
-    r"\d{2}:\d{2}:\d{2} \d{4}\b"  # ctime: Mon Nov 16 01:53:58 2020
+)
+# ctime `Mon Nov 16 01:53:58 2020` (its own pattern: tried only on lines with a clock time)
+_CTIME = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
+    r"\d{2}:\d{2}:\d{2} \d{4}\b"
 )
 # a line that carries another log record glued to its end (tqdm without newline)
 _GLUE = re.compile(r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
@@ -138,6 +141,8 @@ def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
     return " " * len(m[0])
 
 
+_PROSE_HINT = re.compile(r" (?:at|after|in)\s+[^\W\d]+\s*#?\d")
+_DASH_HINT = re.compile(r"[A-Za-z]-\d")
 _IS_VALUE = re.compile(r"(?<=[^\W\d]) (?:is|was) (?=[-+]?\.?\d)")
 # `LOSS-36.105   TIME-2.03`: a key and its value joined by a dash (only keys with a role)
 _DASH_VALUE = re.compile(
@@ -246,15 +251,25 @@ def _to_float(text: str) -> float | None:
 
 # a logger's source location `package.module:function:123` is not `function: 123`
 # and a source file's line (`train.py:123]`, glog's `140 solver.cpp:228]`) is not a counter either
-_SOURCE_LOCATION = re.compile(
-    r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b"
-    r"|(?:\b\d+\s+)?\b[\w.\-/]+\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d+\b\]?"
+_SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b")
+_SOURCE_FILE_LINE = re.compile(
+    r"(?:\b\d+\s+)?(?<![\w.\-/])[\w.\-/]+\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d+\b\]?"
 )
+_SOURCE_FILE_HINT = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d")
 
 
 def strip_timestamps(text: str) -> str:
     """The line without timestamps and logger source locations."""
-    return _SOURCE_LOCATION.sub(" ", _TIMESTAMP.sub(" ", text))
+    out = _TIMESTAMP.sub(" ", text)
+    if ":" in out and _CLOCK.search(out):
+        out = _CTIME.sub(" ", out)
+    out = _SOURCE_LOCATION.sub(" ", out)
+    if _SOURCE_FILE_HINT.search(out):
+        out = _SOURCE_FILE_LINE.sub(" ", out)
+    return out
+
+
+_CLOCK = re.compile(r"\d:\d\d:\d\d \d{4}")
 
 
 def split_glued(text: str) -> list[str]:
@@ -671,11 +686,11 @@ def parse_line(text: str) -> Candidates:
         if m["d"]:
             c.put("total_steps", 1, float(m["d"]))
         body = _blank(body, [(m.start(), m.end())])
-    if " at " in body or " after " in body or " in " in body:
+    if (" at " in body or " after " in body or " in " in body) and _PROSE_HINT.search(body):
         body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
     if " is " in body or " was " in body:
         body = _IS_VALUE.sub(": ", body)  # `loss is 1.34`: a value stated in a sentence
-    if "-" in body:
+    if "-" in body and _DASH_HINT.search(body):
         body = _DASH_VALUE.sub(lambda m: _dash_value(c, m), body)
     if " per " in body:  # `410 ms per step` is `410 ms/step`
         body = _PER.sub(_per_unit, body)
