@@ -525,3 +525,35 @@ def test_a_leading_global_fraction_before_a_colon() -> None:
 
 def test_a_ctime_timestamp_is_not_a_number_of_the_line() -> None:
     assert vals("Tue Mar  5 10:11:12 2024 iter: 30 loss: 0.25") == {"step": 30, "loss": 0.25}
+
+
+# --- batch-10 classes ----------------------------------------------------------------------------
+
+
+def test_an_earlier_line_of_another_format_at_the_same_step_is_not_merged(tmp_path: Path) -> None:
+    text = "Iter 700, loss = 3.5\nIter 700, lr = 0.01\nIter 800, loss = 3.25\nIter 800, lr = 0.01\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (800, None)
+
+
+def test_a_training_qualified_generic_counter() -> None:
+    assert vals("[Pass 2, train batch 40]   loss 1.25, batch_cost 0.5 sec").get("step") == 40
+
+
+def test_microseconds_per_step() -> None:
+    assert vals("900/900 [====] - 1s 845us/step - loss: 0.12").get("step_time") == pytest.approx(0.000845)
+
+
+def test_the_time_of_a_finished_epoch_is_not_a_step_time() -> None:
+    v = vals("Epoch 12 (global_step 60000) finished, time: 1800.5 sec.")
+    assert (v.get("step"), "step_time" in v) == (60000, False)
+
+
+def test_a_cut_key_at_the_end_of_an_unterminated_log(tmp_path: Path) -> None:
+    text = "Epoch: 4 \tTraining Loss: 0.2 \tValidation Loss: 0.3\nEpoch: 5 \tTraining Loss: 0.1 \tValidation"
+    assert track(text, tmp_path)["step"] == 5
+
+
+def test_a_cut_number_with_its_keys_precision_is_complete(tmp_path: Path) -> None:
+    text = "iter: 90 train_loss: 1.8463 val_loss: 2.1\niter: 100 train_loss: 1.7650"
+    assert track(text, tmp_path)["loss"] == 1.765

@@ -264,6 +264,9 @@ RATE_UNITS = {
     "update/s",
 }
 TIME_PER_STEP_UNITS = {
+    "us/step",
+    "µs/step",
+    "us/it",
     "s/it",
     "ms/it",
     "ms/step",

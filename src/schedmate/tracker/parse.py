@@ -83,7 +83,7 @@ _KV = re.compile(
 _RATE = re.compile(
     r"(?P<v>"
     + NUM
-    + r")\s*(?P<u>(?:ms|s|sec|min|it|step|steps|iters?|batch|batches|updates?)/(?:it|s|sec|step|batch|iter|epoch)"
+    + r")\s*(?P<u>(?:us|µs|ms|s|sec|min|it|step|steps|iters?|batch|batches|updates?)/(?:it|s|sec|step|batch|iter|epoch)"
     r"|(?:samples?|examples?|tokens?|tok|words?|images?|imgs?|sequences?|seqs?|sents?|frames?|task)/(?:s|sec|second))\b"
     r"(?!\s*[:=])"  # `samples/sec: 125` is a key, not the unit of the number before it
 )
@@ -384,7 +384,11 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
                 return key, None
             if hit[0] == "step" and set(head.split()) & _TOTAL_WORDS:
                 return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
-            if suffix in _GENERIC and not _LOG_PREFIX.fullmatch(head):
+            if (
+                suffix in _GENERIC
+                and not _LOG_PREFIX.fullmatch(head)
+                and not set(head.split()) <= lexicon().train_words  # `train batch 30` is a counter
+            ):
                 return key, None
             prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]
             if len(prose) >= 3 or set(prose) & _PREPOSITIONS:
@@ -748,6 +752,14 @@ _WORDS = re.compile(r"[^\W\d_]+")
 _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
 
 
+def _epoch_end(c: Candidates, body: str) -> bool:
+    """`Epoch 96 (global_step 955000) finished, time: 3074 sec`: the time of a finished epoch."""
+    return "epoch" in c.values and bool(_EPOCH_END.search(body))
+
+
+_EPOCH_END = re.compile(r"\b(?:finished|completed?|done|ended)\b", re.I)
+
+
 def _whole_step_time(c: Candidates) -> None:
     """A step lasts at least as long as each of its phases (forward, backward, data...): a
     "step time" shorter than one of them is a phase itself (a data-iterator wait), and the
@@ -768,6 +780,7 @@ def _whole_step_time(c: Candidates) -> None:
 _BARE_DURATION = re.compile(r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec)\s*(?:$|[|,;])")
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
+_KEY_WITHOUT_VALUE = re.compile(r"\w:\s*$")
 _STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`, `v2`)
 
 
@@ -814,14 +827,19 @@ def _finish(c: Candidates, body: str) -> None:
     if "step_time" not in v:
         if c.outer_counter and c.outer_time is not None:
             c.put("step_time", c.outer_time[0] + 2, c.outer_time[1])
-        elif not c.outer_counter and c.generic_time is not None:
+        elif not c.outer_counter and c.generic_time is not None and not _epoch_end(c, body):
             c.put("step_time", c.generic_time[0], c.generic_time[1])
     if c.phase_times:
         _whole_step_time(c)
     if not c.is_bar and set(v) <= {"step", "epoch"} and not c.total_epochs and not c.n_other_keys:
         first = _FIRST_VALUE.search(c.rest)
         after = c.rest[first.end() :] if first is not None else c.rest
-        c.stage_label = c.prose or (len(_WORDS.findall(after)) >= 2 and not _STANDALONE_NUMBER.search(after))
+        c.stage_label = c.prose or (
+            len(_WORDS.findall(after)) >= 2
+            and not _STANDALONE_NUMBER.search(after)
+            and "=" not in after
+            and not _KEY_WITHOUT_VALUE.search(after)  # `train_loss:` whose value was cut off
+        )
     low = body.lower()
     words = set(_WORDS.findall(low))
     c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words)

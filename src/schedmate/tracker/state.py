@@ -412,6 +412,16 @@ def summarize(
     step = anchor.step if anchor else None
 
     values: dict[str, object] = {}
+    # a complete line of its own states its own fields: an earlier non-bar line of another
+    # format at the same step (`Iteration 500, loss = 4.0` before `Iteration 500, lr = 1e-4`)
+    # is another progress line, not part of this one
+    at = next((i for i, (s, _) in enumerate(record) if s is anchor), -1)
+    if anchor is not None and at > 0 and not record[at][1]:
+        record = [
+            (s, bar)
+            for i, (s, bar) in enumerate(record)
+            if i >= at or bar or s.step != step or _same_format(s, anchor)
+        ]
     # pass 1: non-bar samples of the record at the anchor's step (bars print smoothed rates)
     for s, bar in reversed(record):
         if bar or (s.step is not None and s.step != step):
@@ -477,6 +487,12 @@ def summarize(
         events=tuple(events),
         log_eta_s=log_eta,
     )
+
+
+def _same_format(a: ProgressSample, b: ProgressSample) -> bool:
+    """One line format (a line cut while written has a prefix of its format)."""
+    sa, sb = _stream(a), _stream(b)
+    return sa.startswith(sb) or sb.startswith(sa)
 
 
 def _rounds_without_training(

@@ -57,10 +57,27 @@ def _unterminated(path: Path) -> bool:
 _TRAILING_NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:[eE][-+]?\d*)?$")
 
 
-def _without_cut_value(line: str) -> str:
-    """An unterminated last line may be cut inside its last number (`lm loss: 2` of
-    `lm loss: 2.4774`): that number is not a value; the rest of the line still counts."""
-    return _TRAILING_NUMBER.sub("", line)
+def _without_cut_value(line: str, before: Sequence[str]) -> str:
+    """An unterminated last line may be cut inside its last number (`lm loss: 2` of `lm loss:
+    2.4774`): that number is not a value unless it shows the precision the same key showed on
+    an earlier line (`train_loss: 1.7650` after `train_loss: 1.8463`); the rest of the line
+    still counts."""
+    m = _TRAILING_NUMBER.search(line)
+    if m is None:
+        return _TRAILING_WORD.sub("", line)  # `...\tValidation`: a key cut before its value
+    key = _KEY_BEFORE.search(line, 0, m.start())
+    if key is not None:
+        decimals = len(m[0].partition(".")[2])
+        for prev in reversed(before[-50:]):
+            if (p := re.search(re.escape(key[1]) + r"\s*[:=]?\s*[-+]?\d*\.(\d+)", prev)) is not None:
+                if decimals >= len(p[1]):
+                    return line
+                break
+    return line[: m.start()]
+
+
+_TRAILING_WORD = re.compile(r"(?<=[\t|,;])\s*[^\W\d][\w ]*$")
+_KEY_BEFORE = re.compile(r"([^\W\d][\w./\-]*)\s*[:=]?\s*$")
 
 
 def _config_total_of(text: str) -> int | None:
@@ -198,7 +215,7 @@ class MetricTracker:
         self, file: str, lines: list[str], *, whole: bool, cut_last: bool = False
     ) -> TrackResult:
         if cut_last and lines:
-            lines = [*lines[:-1], _without_cut_value(lines[-1])]
+            lines = [*lines[:-1], _without_cut_value(lines[-1], lines[:-1])]
         first_no = 1 if whole else 0
         samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=False)
         if self._use_llm() and not any(not s.is_eval for s, _ in samples):
