@@ -557,3 +557,9 @@ def test_a_cut_key_at_the_end_of_an_unterminated_log(tmp_path: Path) -> None:
 def test_a_cut_number_with_its_keys_precision_is_complete(tmp_path: Path) -> None:
     text = "iter: 90 train_loss: 1.8463 val_loss: 2.1\niter: 100 train_loss: 1.7650"
     assert track(text, tmp_path)["loss"] == 1.765
+
+
+def test_a_counter_then_a_current_and_average_pair() -> None:
+    v = vals(" 812: 2.104400, 2.250100 avg loss, 0.000500 rate, 0.910000 seconds, 51968 images")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (812, 2.1044, pytest.approx(0.91))
+    assert "loss" not in vals("12: 0.5, 0.6 min, 3 items")  # no running average named

@@ -742,12 +742,21 @@ def parse_line(text: str) -> Candidates:
         lead = _LEADING_COUNTER.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
+    if "step" not in c.values and "loss" not in c.values and (pair := _COUNTER_CURRENT_AVG.match(body)):
+        # `50: 595.3, 600.6 avg, ...`: a counter, then a value and its running average (the
+        # `current (average)` pair written as `current, average avg`): the current loss
+        c.put("step", 6, float(pair["n"]))
+        c.put("loss", 5, float(pair["cur"]))
+        c.n_metrics += 1
     if c.eval_metric and "loss" not in c.values:
         c.is_eval = True
     _finish(c, body)
     return c
 
 
+_COUNTER_CURRENT_AVG = re.compile(
+    r"^\s*(?P<n>\d+):\s+(?P<cur>\d+\.\d+),\s+\d+\.\d+\s+avg(?:\s+loss)?\s*(?:,|$)", re.I
+)
 _WORDS = re.compile(r"[^\W\d_]+")
 _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
 
@@ -777,7 +786,9 @@ def _whole_step_time(c: Candidates) -> None:
         c.put("step_time", 5, min(fits))
 
 
-_BARE_DURATION = re.compile(r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec)\s*(?:$|[|,;])")
+_BARE_DURATION = re.compile(
+    r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec|secs|seconds)\s*(?:$|[|,;])"
+)
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
 _KEY_WITHOUT_VALUE = re.compile(r"\w:\s*$")
