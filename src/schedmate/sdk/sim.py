@@ -13,15 +13,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from schedmate.core.errors import InputError
 from schedmate.sim.estimators import DEFAULT_ESTIMATORS, default_estimator
-from schedmate.sim.whatif import StartPrediction
-from schedmate.sim.whatif import predict_from_snapshot as predict_starts
 
 if TYPE_CHECKING:
     from schedmate.sim.metrics import Metrics
+    from schedmate.sim.whatif import StartPrediction
+    from schedmate.sim.whatif import predict_from_snapshot as predict_starts
+
+
+def __getattr__(name: str) -> Any:
+    """`StartPrediction` and `predict_starts` load the what-if model on first use: `simulate`
+    (a fresh process per command) does not pay for importing it."""
+    if name in ("StartPrediction", "predict_starts"):
+        from schedmate.sim import whatif
+
+        return whatif.StartPrediction if name == "StartPrediction" else whatif.predict_from_snapshot
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ESTIMATORS",
@@ -126,6 +137,7 @@ def simulate(
         parse_semantics,
         summarize_sim,
     )
+    from schedmate.sim._gc import gc_frozen, gc_paused
     from schedmate.sim.placement import check_placement
 
     placement = check_placement(placement)
@@ -159,20 +171,23 @@ def simulate(
         est = make_estimator(estimator or default_estimator(name, semantics), seed=seed)
         progress = on_start(name, len(jobs)) if on_start is not None else None
         t0 = time.perf_counter()
-        res = Simulator(
-            jobs,
-            cl,
-            pol,
-            est,
-            seed=seed,
-            timeline_every=max(1, len(jobs) // 500) if timeline else 0,
-            interference=im,
-            failures=fm,
-            placement=placement,
-            gpus_per_node=gpus_per_node,
-            node_sizes=nodes,
-            semantics=sem,
-        ).run(progress=progress)
+        with gc_paused():  # the engine's per-job state is acyclic (sim/_gc.py)
+            sim = Simulator(
+                jobs,
+                cl,
+                pol,
+                est,
+                seed=seed,
+                timeline_every=max(1, len(jobs) // 500) if timeline else 0,
+                interference=im,
+                failures=fm,
+                placement=placement,
+                gpus_per_node=gpus_per_node,
+                node_sizes=nodes,
+                semantics=sem,
+            )
+        with gc_frozen():  # full collections during the run skip the trace and the jobs
+            res = sim.run(progress=progress)
         dt = time.perf_counter() - t0
         m, vcs = summarize_sim(res)
         if m.unschedulable:
@@ -254,7 +269,7 @@ def predict_trace(
         parse_cluster,
         parse_semantics,
     )
-    from schedmate.sim.whatif import snapshot_from_trace
+    from schedmate.sim.whatif import predict_from_snapshot, snapshot_from_trace
 
     for name, v in (("--at", at_s), ("--window-hours", window_s if window_s is not None else 0.0)):
         if not math.isfinite(v) or v < 0:
@@ -272,7 +287,7 @@ def predict_trace(
         jobs, cl, pol, make_estimator(default_estimator(policy, semantics)), semantics=sem
     ).run()
     snap, _, history = snapshot_from_trace(jobs, truth, at_s)
-    preds = predict_starts(
+    preds = predict_from_snapshot(
         snap,
         policy=policy,
         cluster=cl,

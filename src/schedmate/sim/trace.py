@@ -25,10 +25,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 
 from schedmate.core.errors import InputError
 from schedmate.inputs import MAX_TABLE_BYTES, open_regular
+from schedmate.sim._gc import gc_paused
 
 MAX_LINE_BYTES = 1024 * 1024  # one trace row; a longer line is not a trace
 
@@ -58,48 +60,94 @@ DEFAULT_CLUSTERS: dict[str, str] = {
 }
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Non-empty text lines with their 1-based numbers, read through the input-limits layer:
-    a regular file only (never blocks on a FIFO or a device), bounded lines, no binary."""
+# Lines are read in blocks of this many characters: a line that ends inside one block is
+# shorter than MAX_LINE_BYTES by construction, so only lines that span blocks are measured.
+_BLOCK_CHARS = MAX_LINE_BYTES
+
+
+def _too_long(path: Path, no: int) -> InputError:
+    return InputError(f"{path}:{no}: line longer than {MAX_LINE_BYTES:,} characters: not a trace")
+
+
+def _binary(path: Path, no: int) -> InputError:
+    return InputError(f"{path}:{no}: binary data (NUL byte): not a text trace")
+
+
+def _blocks(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """All text lines (blank ones too, without their line ends) in blocks, each with the
+    1-based number of its first line, read through the input-limits layer: a regular file
+    only (never blocks on a FIFO or a device), bounded lines, no binary. A line that breaks a
+    limit raises after the lines before it were handed out, as a line-by-line reader would.
+    `\\n`, `\\r\\n` and `\\r` end a line (universal newlines); one block is at most
+    `_BLOCK_CHARS` characters plus the part of a line carried over from the block before."""
     raw = open_regular(path, what="trace", max_bytes=MAX_TABLE_BYTES)
-    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-        no = 0
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:
+        no = 1  # number of the first line of the next block
+        carry = ""  # the start of a line the last block cut
         while True:
-            line = fh.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                return
-            no += 1
-            if len(line) > MAX_LINE_BYTES:
-                raise InputError(f"{path}:{no}: line longer than {MAX_LINE_BYTES:,} characters: not a trace")
-            if "\x00" in line:
-                raise InputError(f"{path}:{no}: binary data (NUL byte): not a text trace")
+            chunk = fh.read(_BLOCK_CHARS)
+            if not chunk:
+                break
+            text = carry + chunk if carry else chunk
+            lines = text.split("\n")
+            carry = lines.pop()  # "" when the chunk ended with a line end
+            if lines and len(lines[0]) >= MAX_LINE_BYTES:  # with its line end, over the limit
+                raise _too_long(path, no)
+            if "\x00" in text:
+                k = next((i for i, line in enumerate(lines) if "\x00" in line), len(lines))
+                if k < len(lines):
+                    if k:
+                        yield no, lines[:k]
+                    raise _binary(path, no + k)
+            if lines:
+                yield no, lines
+                no += len(lines)
+            if len(carry) > MAX_LINE_BYTES:
+                raise _too_long(path, no)
+        if carry:  # the last line, without a line end
+            if "\x00" in carry:
+                raise _binary(path, no)
+            yield no, [carry]
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Non-empty text lines with their 1-based numbers (`_blocks`)."""
+    for first, block in _blocks(path):
+        for no, line in enumerate(block, first):
             if line.strip():
                 yield no, line
 
 
 def _split(path: Path, no: int, line: str) -> list[str]:
     if '"' not in line:  # the common case: no quoting, a plain split is the CSV parse
-        return line.rstrip("\r\n").split(",")
+        return line.split(",")
     try:
-        return next(csv.reader([line]))
+        return next(csv.reader([line + "\n"]))
     except (csv.Error, StopIteration) as exc:
         raise InputError(f"{path}:{no}: malformed CSV: {exc}") from None
+
+
+def _header(path: Path, no: int, line: str) -> list[str]:
+    return [h.strip().lstrip("#").strip() for h in _split(path, no, line)]
+
+
+def _width(path: Path, no: int, header: list[str], vals: list[str]) -> InputError:
+    return InputError(f"{path}:{no}: expected {len(header)} columns, got {len(vals)}")
 
 
 def _rows(path: Path, *, hash_header: bool = False) -> Iterator[tuple[int, dict[str, str]]]:
     """CSV rows with their 1-based line numbers; '#' comment lines are skipped (with
     `hash_header`, the first line is the header even if it starts with '#', as RFold's)."""
-    lines = _lines(path)
     header: list[str] | None = None
-    for no, line in lines:
+    for no, line in _lines(path):
         if line.startswith("#") and not (hash_header and header is None):
             continue
         if header is None:
-            header = [h.strip().lstrip("#").strip() for h in _split(path, no, line)]
+            header = _header(path, no, line)
             continue
         vals = _split(path, no, line)
         if len(vals) != len(header):
-            raise InputError(f"{path}:{no}: expected {len(header)} columns, got {len(vals)}")
+            raise _width(path, no, header, vals)
         yield no, dict(zip(header, vals, strict=True))
     if header is None:
         raise InputError(f"{path}: empty trace")
@@ -123,45 +171,112 @@ def _num(path: Path, no: int, row: dict[str, str], key: str, *, allow_empty: boo
 
 _STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}):(\d{2}):(\d{2})")
 _EPOCH_DAY = datetime(1970, 1, 1).toordinal()
+_SECONDS = {f":{s:02d}": s for s in range(60)}  # the ':SS' end of a stamp
 
 
-def _utc_seconds(text: str, days: dict[str, int]) -> float:
+def _utc_seconds(text: str, days: dict[str, int], minutes: dict[str, int]) -> float:
     """'YYYY-mm-dd HH:MM:SS' as UTC seconds: naive timestamps are never read in the machine's
-    time zone (a DST change would move jobs by an hour). Dates are parsed once (cache)."""
+    time zone (a DST change would move jobs by an hour). Each date ('YYYY-mm-dd') and hour
+    and minute (' HH:MM') is checked and parsed once, into seconds (the caches; `_philly`
+    looks the parts of a stamp up directly and calls this only for a part not seen yet)."""
     m = _STAMP.fullmatch(text.strip())
     if m is None:
         raise ValueError(text)
     date, hh, mm, ss = m.groups()
-    day = days.get(date)
-    if day is None:
-        day = days[date] = datetime.strptime(date, "%Y-%m-%d").toordinal() - _EPOCH_DAY
     h, mi, se = int(hh), int(mm), int(ss)
     if h > 23 or mi > 59 or se > 59:
         raise ValueError(text)
-    return float(day * 86400 + h * 3600 + mi * 60 + se)
+    day = days.get(date)
+    if day is None:
+        day = days[date] = (datetime.strptime(date, "%Y-%m-%d").toordinal() - _EPOCH_DAY) * 86400
+    minutes[f" {hh}:{mm}"] = h * 3600 + mi * 60
+    return float(day + h * 3600 + mi * 60 + se)
 
 
-def _philly(path: Path) -> Iterator[TraceJob]:
+# a job as the readers yield it: the fields of TraceJob, in order (one TraceJob is built per
+# job, after sorting and re-basing, instead of one per reader and another per re-basing)
+_Row = tuple[str, float, float, int, str, str, str, int, bool]
+_PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+
+
+def _philly(path: Path) -> Iterator[_Row]:
+    """Philly (timestamp, duration, num_gpus, gpu_time, cluster). The columns are found once
+    in the header and each line is split and converted directly (no dict per row); a stamp
+    whose date, ' HH:MM' and ':SS' are all known (their concatenation is then a valid stamp)
+    costs three look-ups. Anything else goes through the general checks, which name it."""
     days: dict[str, int] = {}
-    for no, row in _rows(path):
-        try:
-            ts = _utc_seconds(row["timestamp"], days)
-        except (KeyError, ValueError):
-            raise InputError(
-                f"{path}:{no}: bad timestamp {row.get('timestamp')!r} (want YYYY-mm-dd HH:MM:SS)"
-            ) from None
-        yield TraceJob(
-            f"philly-{no}",
-            ts,
-            _num(path, no, row, "duration"),
-            int(_num(path, no, row, "num_gpus")),
-            row.get("cluster", "default").strip() or "default",
-        )
+    minutes: dict[str, int] = {}
+    header: list[str] | None = None
+    i_ts = i_d = i_g = i_c = -1
+    for first, block in _blocks(path):
+        for no, line in enumerate(block, first):
+            if not line or line[0] == "#" or line.isspace():
+                continue
+            if header is None:
+                header = _header(path, no, line)
+                col = {h: i for i, h in enumerate(header)}  # a repeated name: the last, as a dict
+                i_ts, i_d, i_g, i_c = (col.get(c, -1) for c in _PHILLY_COLUMNS)
+                continue
+            vals = line.split(",") if '"' not in line else _split(path, no, line)
+            if len(vals) != len(header):
+                raise _width(path, no, header, vals)
+            if i_ts < 0 or i_d < 0 or i_g < 0:
+                yield _philly_row(path, no, dict(zip(header, vals, strict=True)), days, minutes)
+                continue
+            t = vals[i_ts].strip()
+            day = days.get(t[:10])
+            hm = minutes.get(t[10:16])
+            sec = _SECONDS.get(t[16:])
+            if day is None or hm is None or sec is None:
+                try:
+                    ts = _utc_seconds(t, days, minutes)
+                except ValueError:
+                    raise _bad_stamp(path, no, vals[i_ts]) from None
+            else:
+                ts = float(day + hm + sec)
+            try:
+                dur = float(vals[i_d])  # float() ignores surrounding white space, as _num
+                gpus = float(vals[i_g])
+            except ValueError:
+                dur = gpus = math.nan
+            if not (0 <= dur < math.inf and 0 <= gpus < math.inf):
+                row = dict(zip(header, vals, strict=True))
+                dur = _num(path, no, row, "duration")
+                gpus = _num(path, no, row, "num_gpus")
+            vc = (vals[i_c].strip() or "default") if i_c >= 0 else "default"
+            yield f"philly-{no}", ts, dur, int(gpus), vc, "", "", -1, False
+    if header is None:
+        raise InputError(f"{path}: empty trace")
 
 
-def _helios(path: Path) -> Iterator[TraceJob]:
+def _bad_stamp(path: Path, no: int, raw: str | None) -> InputError:
+    return InputError(f"{path}:{no}: bad timestamp {raw!r} (want YYYY-mm-dd HH:MM:SS)")
+
+
+def _philly_row(
+    path: Path, no: int, row: dict[str, str], days: dict[str, int], minutes: dict[str, int]
+) -> _Row:
+    """One Philly row by name (the header lacks a column: this raises, naming it)."""
+    try:
+        ts = _utc_seconds(row["timestamp"], days, minutes)
+    except (KeyError, ValueError):
+        raise _bad_stamp(path, no, row.get("timestamp")) from None
+    return (
+        f"philly-{no}",
+        ts,
+        _num(path, no, row, "duration"),
+        int(_num(path, no, row, "num_gpus")),
+        row.get("cluster", "default").strip() or "default",
+        "",
+        "",
+        -1,
+        False,
+    )
+
+
+def _helios(path: Path) -> Iterator[_Row]:
     for no, row in _rows(path):
-        yield TraceJob(
+        yield (
             row.get("job_id", str(no)),
             _num(path, no, row, "submit_time") / 1e6,
             _num(path, no, row, "duration_s"),
@@ -169,11 +284,12 @@ def _helios(path: Path) -> Iterator[TraceJob]:
             row.get("tenant", "default") or "default",
             row.get("user", ""),
             row.get("class", ""),
-            failed=row.get("final_status", "").strip().upper() == "FAILED",
+            -1,
+            row.get("final_status", "").strip().upper() == "FAILED",
         )
 
 
-def _alibaba(path: Path) -> Iterator[TraceJob]:
+def _alibaba(path: Path) -> Iterator[_Row]:
     for no, row in _rows(path):
         created = _num(path, no, row, "creation_time")
         deleted = _num(path, no, row, "deletion_time")
@@ -183,14 +299,16 @@ def _alibaba(path: Path) -> Iterator[TraceJob]:
         milli = _num(path, no, row, "gpu_milli", allow_empty=True)
         if gpus == 0 and not math.isnan(milli) and milli > 0:
             gpus = 1
-        yield TraceJob(
+        yield (
             row.get("name", str(no)),
             created,
             max(0.0, deleted - start),
             gpus,
             row.get("qos", "default") or "default",
-            share=_share_from_fraction(gpus, milli),
-            failed=row.get("pod_phase", "").strip() == "Failed",
+            "",
+            "",
+            _share_from_fraction(gpus, milli),
+            row.get("pod_phase", "").strip() == "Failed",
         )
 
 
@@ -202,17 +320,22 @@ def _share_from_fraction(gpus: int, milli: float) -> int:
     return 0 if milli <= 500 else 1
 
 
-def _rfold(path: Path) -> Iterator[TraceJob]:
+def _rfold(path: Path) -> Iterator[_Row]:
     for no, row in _rows(path, hash_header=True):
-        yield TraceJob(
+        yield (
             row.get("job id", str(no)).strip(),
             _num(path, no, row, "arrival time (sec)"),
             _num(path, no, row, "duration (sec)"),
             max(1, math.ceil(_num(path, no, row, "size"))),
+            "default",
+            "",
+            "",
+            -1,
+            False,
         )
 
 
-def _native(path: Path) -> Iterator[TraceJob]:
+def _native(path: Path) -> Iterator[_Row]:
     if path.suffix in (".jsonl", ".ndjson"):
         for no, line in _lines(path):
             try:
@@ -228,14 +351,14 @@ def _native(path: Path) -> Iterator[TraceJob]:
         yield _native_row(path, no, row)
 
 
-def _native_row(path: Path, no: int, row: dict[str, str]) -> TraceJob:
+def _native_row(path: Path, no: int, row: dict[str, str]) -> _Row:
     gpus = _num(path, no, row, "gpus")
     if gpus != int(gpus) or gpus < 1:
         raise InputError(f"{path}:{no}: 'gpus' must be a positive integer, got {row['gpus']!r}")
     share = (row.get("share_class") or "").strip()
     if share not in ("", "0", "1", "2"):
         raise InputError(f"{path}:{no}: 'share_class' must be 0, 1 or 2, got {share!r}")
-    return TraceJob(
+    return (
         row.get("job_id") or str(no),
         _num(path, no, row, "submit_s"),
         _num(path, no, row, "duration_s"),
@@ -243,12 +366,12 @@ def _native_row(path: Path, no: int, row: dict[str, str]) -> TraceJob:
         row.get("vc") or "default",
         row.get("user", ""),
         row.get("name", ""),
-        share=int(share) if share else -1,
-        failed=(row.get("status") or "").strip().lower() == "failed",
+        int(share) if share else -1,
+        (row.get("status") or "").strip().lower() == "failed",
     )
 
 
-TRACE_FORMATS: dict[str, Callable[[Path], Iterator[TraceJob]]] = {
+_READERS: dict[str, Callable[[Path], Iterator[_Row]]] = {
     "philly": _philly,
     "helios": _helios,
     "alibaba": _alibaba,
@@ -257,27 +380,40 @@ TRACE_FORMATS: dict[str, Callable[[Path], Iterator[TraceJob]]] = {
 }
 
 
+def _jobs_of(reader: Callable[[Path], Iterator[_Row]]) -> Callable[[Path], Iterator[TraceJob]]:
+    def read(path: Path) -> Iterator[TraceJob]:
+        return (TraceJob(*r) for r in reader(path))
+
+    return read
+
+
+# format -> reader of a trace's jobs in file order (submit times as the trace has them)
+TRACE_FORMATS: dict[str, Callable[[Path], Iterator[TraceJob]]] = {
+    fmt: _jobs_of(reader) for fmt, reader in _READERS.items()
+}
+
+
 def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[TraceJob]:
     """Jobs of a trace, submit times re-based to 0 and sorted; `limit` keeps the first N."""
     p = Path(path)
     try:
-        reader = TRACE_FORMATS[fmt]
+        reader = _READERS[fmt]
     except KeyError:
         raise InputError(f"unknown trace format '{fmt}'; valid: {', '.join(TRACE_FORMATS)}") from None
     if limit is not None and limit < 1:
         raise InputError(f"limit must be >= 1, got {limit}")
-    jobs = sorted(reader(p), key=lambda j: j.submit_s)  # stable: equal submits keep the trace's order
-    if not jobs:
-        raise InputError(f"{p}: no jobs")
-    if limit is not None:
-        jobs = jobs[:limit]
-    t0 = jobs[0].submit_s
-    if t0 == 0:
-        return jobs
-    return [
-        TraceJob(j.job_id, j.submit_s - t0, j.duration_s, j.gpus, j.vc, j.user, j.name, j.share, j.failed)
-        for j in jobs
-    ]
+    # the rows are acyclic: a paused collector cannot leak, and it would otherwise traverse
+    # the growing list again and again (a third of the loader's time on Philly)
+    with gc_paused():
+        rows = sorted(reader(p), key=itemgetter(1))  # stable: equal submits keep the trace's order
+        if not rows:
+            raise InputError(f"{p}: no jobs")
+        if limit is not None:
+            rows = rows[:limit]
+        t0 = rows[0][1]
+        if t0 == 0:
+            return [TraceJob(*r) for r in rows]
+        return [TraceJob(i, s - t0, d, g, vc, u, n, sh, f) for i, s, d, g, vc, u, n, sh, f in rows]
 
 
 def synthetic_trace(
