@@ -563,3 +563,28 @@ def test_a_counter_then_a_current_and_average_pair() -> None:
     v = vals(" 812: 2.104400, 2.250100 avg loss, 0.000500 rate, 0.910000 seconds, 51968 images")
     assert (v.get("step"), v.get("loss"), v.get("step_time")) == (812, 2.1044, pytest.approx(0.91))
     assert "loss" not in vals("12: 0.5, 0.6 min, 3 items")  # no running average named
+
+
+# --- batch-11 classes ----------------------------------------------------------------------------
+
+
+def test_keys_in_brackets() -> None:
+    assert vals("INFO - [ep]: 3, [iteration]: 1200, [loss]: 2.5") == {"epoch": 3, "step": 1200, "loss": 2.5}
+
+
+def test_an_ordinal_counter() -> None:
+    assert vals("current step: 4021st step").get("step") == 4021
+
+
+def test_the_current_value_wins_over_its_average() -> None:
+    v = vals("batch 12, running average nll: 1.9, current batch nll: 1.6")
+    assert v.get("loss") == 1.6
+
+
+def test_a_new_sentence_starts_a_key() -> None:
+    assert vals("Round 2 over. Steps: 300. lr 0.1").get("step") == 300
+
+
+def test_an_abbreviated_batch_time_with_its_unit() -> None:
+    v = vals("epoch: 3 | lr: 0.1 | bch(ms): 410.5 | fwd(ms): 150.0 | bwd(ms): 250.0")
+    assert v.get("step_time") == pytest.approx(0.4105)

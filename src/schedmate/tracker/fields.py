@@ -116,6 +116,8 @@ def is_eval_key(key: str) -> bool:
     return any(w in words for w in key_words(key))
 
 
+_CURRENT_WORDS = frozenset({"current", "cur", "batch", "step", "iter"})
+_AVERAGE_WORDS = frozenset({"avg", "average", "mean", "running", "smoothed", "smooth", "global"})
 _GLUED_LOSS = re.compile(r"[a-z]{1,2}loss")
 
 
@@ -136,6 +138,12 @@ def _loss_role(words: list[str]) -> tuple[str, int] | None:
     if any(w in lex.component_before_loss for w in words[: heads[0]]):
         return "loss_component", 9  # `value_loss` is the critic's loss; `loss_value` is the loss
     if all(w in lex.total_loss_modifiers for w in others):
+        # the current value before an average of it (`current batch average objf` over
+        # `global average objf`), as in `loss: 2.31 (2.45)`
+        if set(others) & _CURRENT_WORDS:
+            return "loss", 3
+        if set(others) & _AVERAGE_WORDS:
+            return "loss", 5
         return "loss", 4
     return "loss_component", 9
 
@@ -200,7 +208,7 @@ PHASE_WORDS = frozenset(
         "h2d",
     }
 )
-_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "it", "update", "updt", "upd"})
+_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "bch", "it", "update", "updt", "upd"})
 _DURATION_WORDS = frozenset({"time", "timing", "duration", "cost", "latency", "secs", "seconds"})
 
 

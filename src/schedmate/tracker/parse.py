@@ -78,7 +78,7 @@ _KV = re.compile(
     r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)"
     + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>")
     + r"(?P=qq)"
-    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?![\w.]|[-/]\d)"
+    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?:st|nd|rd|th)?(?![\w.]|[-/]\d)"
 )
 _RATE = re.compile(
     r"(?P<v>"
@@ -141,6 +141,7 @@ def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
     return " " * len(m[0])
 
 
+_BRACKET_KEY = re.compile(r"\[([^\W\d][\w ]{0,30})\]\s?(?=:)")
 _PROSE_HINT = re.compile(r" (?:at|after|in)\s+[^\W\d]+\s*#?\d")
 _DASH_HINT = re.compile(r"[A-Za-z]-\d")
 _IS_VALUE = re.compile(r"(?<=[^\W\d]) (?:is|was) (?=[-+]?\.?\d)")
@@ -387,6 +388,7 @@ def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | No
             if (
                 suffix in _GENERIC
                 and not _LOG_PREFIX.fullmatch(head)
+                and not head.endswith((".", ",", ";"))  # `Epoch 0 ended. Steps: 24`: a new sentence
                 and not set(head.split()) <= lexicon().train_words  # `train batch 30` is a counter
             ):
                 return key, None
@@ -692,6 +694,8 @@ def parse_line(text: str) -> Candidates:
         body = _blank(body, [(m.start(), m.end())])
     if (" at " in body or " after " in body or " in " in body) and _PROSE_HINT.search(body):
         body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
+    if "]:" in body or "] :" in body:
+        body = _BRACKET_KEY.sub(r" \1", body)  # `[epoch]: 199, [loss]: 4.85`: keys in brackets
     if " is " in body or " was " in body:
         body = _IS_VALUE.sub(": ", body)  # `loss is 1.34`: a value stated in a sentence
     if "-" in body and _DASH_HINT.search(body):
