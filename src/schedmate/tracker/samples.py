@@ -1,0 +1,267 @@
+"""Samples from lines: one progress line (or a table row, or a `| key | value |` table) becomes
+a `ProgressSample` with the roles its numbers were given (`parse.py`)."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+
+from schedmate.core.types import ProgressSample, Throughput
+from schedmate.tracker.fields import field_for_key, lexicon, normalise_key, split_camel
+from schedmate.tracker.parse import Candidates, parse_duration, parse_kv_row, parse_line, split_glued
+
+__all__ = ["sample_from_line", "sample_of", "TableReader", "KeyValueTable", "parse_timestamp"]
+
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
+
+
+def parse_timestamp(text: str) -> float | None:
+    """Seconds since the epoch of an ISO-like timestamp near the start of a line."""
+    m = _ISO.search(text, 0, 80)
+    if not m:
+        return None
+    try:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+        frac = float("0." + m.group(7)) if m.group(7) else 0.0
+        return datetime(y, mo, d, h, mi, s).timestamp() + frac
+    except ValueError:
+        return None
+
+
+def sample_of(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
+    v = c.values
+    if not v and c.throughput is None:
+        return None
+
+    def g(name: str) -> float | None:
+        x = v.get(name)
+        return None if x is None else x[1]
+
+    step, total = g("step"), g("total_steps")
+    loss = g("loss")
+    thr = Throughput(c.throughput[0], c.throughput[1]) if c.throughput else None
+    s = ProgressSample(
+        line_no=line_no,
+        text=text,
+        step=int(step) if step is not None and math.isfinite(step) else None,
+        # a total smaller than the step counts something else (`STEP: 49/377 -- GLOBAL_STEP: 370050`)
+        total_steps=(
+            int(total)
+            if total is not None and math.isfinite(total) and total > 0 and (step is None or total >= step)
+            else None
+        ),
+        epoch=g("epoch"),
+        total_epochs=c.total_epochs,
+        loss=None if loss is None or math.isnan(loss) else loss,
+        loss_is_nan=c.loss_is_nan,
+        step_time_s=g("step_time"),
+        throughput=thr,
+        lr=g("lr"),
+        elapsed_s=g("elapsed"),
+        remaining_s=g("remaining"),
+        timestamp=parse_timestamp(text),
+        is_eval=c.is_eval or c.is_summary,
+        eval_metrics_only=c.is_eval and not (c.eval_context or c.is_summary) and step is not None,
+        summary=c.is_summary or (c.is_summary_line and not c.is_eval),
+    )
+    return s
+
+
+def sample_from_line(line_no: int, text: str) -> list[tuple[ProgressSample, bool, float | None]]:
+    """Samples of one line (several when records are glued): (sample, is_bar, batch_size)."""
+    out = []
+    for seg in split_glued(text):
+        c = parse_line(seg)
+        s = sample_of(line_no, seg, c)
+        if s is not None:
+            out.append((s, c.is_bar, c.get("batch_size")))
+    return out
+
+
+_HEADER_TOKEN = re.compile(r"^[A-Za-z_][\w/().%-]*$")
+_ROW_TOKEN = re.compile(
+    r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$|^\d+:\d{2}(?::\d{2})?(?:\.\d+)?$", re.I
+)
+_COLUMN_GAP = re.compile(r"\s{2,}|\t")
+
+
+class KeyValueTable:
+    """A table of `| key | value |` rows is one record (a logger's dump per interval), read
+    when a line that is not a row ends it. Its progress line is the row of its best-ranked
+    counter (the global step: `total_timesteps` over `iterations` or `n_updates`), and like
+    any progress line that row states its own fields only; a table without a counter gives
+    its values as one step-less record."""
+
+    def __init__(self) -> None:
+        self.best: tuple[int, int, str, Candidates] | None = None  # rank, line, text, values
+        self.merged: Candidates | None = None
+        self.last: tuple[int, str] = (0, "")
+
+    def offer(self, line_no: int, text: str) -> bool:
+        """Take a row (True), or refuse a line that is not one (False: the caller flushes)."""
+        if "|" not in text and "│" not in text and "┃" not in text:
+            return False
+        row = Candidates()
+        if not parse_kv_row(row, text):
+            return False
+        merged = self.merged if self.merged is not None else Candidates()
+        parse_kv_row(merged, text)
+        self.merged = merged
+        step = row.values.get("step")
+        if step is not None and (self.best is None or step[0] < self.best[0]):
+            self.best = (step[0], line_no, text, row)
+        if row.values:
+            self.last = (line_no, text)
+        return True
+
+    def flush(self) -> ProgressSample | None:
+        best, merged, (line_no, text) = self.best, self.merged, self.last
+        self.best, self.merged, self.last = None, None, (0, "")
+        if best is not None:
+            return sample_of(best[1], best[2], best[3])
+        return sample_of(line_no, text, merged) if merged is not None and text else None
+
+
+_BORDER = re.compile(r"[|│┃]")
+_CELL_NAME = re.compile(r"^[^\W\d][\w/().%\- ]{0,40}$")
+
+
+def _cells(text: str) -> tuple[str, list[str]] | None:
+    """A delimited table line's cells: `| a | b |` (pipes or box-drawing), `a,b,c`, `a;b;c`;
+    None for a whitespace-aligned line."""
+    t = text.strip()
+    if t[:1] in "|│┃" and t[-1:] in "|│┃" and len(t) > 2:
+        return "|", [c.strip() for c in _BORDER.split(t[1:-1])]
+    if "\t" in t and t.count("\t") >= 2:
+        return "\t", [c.strip() for c in t.split("\t")]
+    for d in (",", ";"):
+        if t.count(d) >= 1 and " " not in t.replace(d + " ", d).strip():
+            return d, [c.strip() for c in t.split(d)]
+    return None
+
+
+class TableReader:
+    """Tables printed as a header line followed by numeric rows: whitespace-aligned (TSV
+    logs, YOLO tables), pipe-bordered (`| epoch | loss |`) or comma/semicolon-separated."""
+
+    def __init__(self) -> None:
+        self.header: list[str] | None = None
+        self.columns: list[str] | None = None  # multi-word column names (`Train Loss`), by gaps
+        self.delim: str | None = None  # None: whitespace-aligned
+
+    def offer_header(self, text: str) -> bool:
+        cells = _cells(text)
+        if cells is not None:
+            delim, names = cells
+            if 2 <= len(names) <= 30 and all(_CELL_NAME.match(n) for n in names):
+                keys = [normalise_key(split_camel(n)) for n in names]  # `NumIters` is `num iters`
+                if any(field_for_key(k) is not None for k in keys):
+                    self.header, self.columns, self.delim = keys, None, delim
+                    return True
+            return False
+        toks = text.split()
+        if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
+            keys = [normalise_key(t) for t in toks]
+            cols = [normalise_key(t) for t in _COLUMN_GAP.split(text.strip())]
+            if any(field_for_key(k) is not None for k in keys + cols):
+                self.header = keys
+                self.columns = cols if len(cols) != len(keys) else None
+                self.delim = None
+                return True
+        return False
+
+    def row(self, line_no: int, text: str) -> ProgressSample | None:
+        if self.header is None:
+            return None
+        n = len(self.header)
+        if self.delim is not None:
+            cells = _cells(text)
+            if cells is None or cells[0] != self.delim or len(cells[1]) != n:
+                return None
+            toks, header = cells[1], self.header
+            # cells of the columns with a role must be numbers; others may be names (a trial
+            # table's `name | status | host` beside its `iter | loss`)
+            roles = [field_for_key(k) is not None for k in header]
+            if not all(_ROW_TOKEN.match(t) or not t or not r for t, r in zip(toks, roles, strict=True)):
+                return None
+            if not any(t and r for t, r in zip(toks, roles, strict=True)):
+                return None
+            c = Candidates()
+        else:
+            toks = text.split()
+            if self.columns is not None and len(toks) == len(self.columns) < n:
+                header, n = self.columns, len(self.columns)
+            else:
+                header = self.header
+            if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
+                return None
+            c = (
+                parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :])
+                if len(toks) > n
+                else Candidates()
+            )
+        components = 0
+        for key, tok in zip(header, toks[:n], strict=True):
+            hit = _column_role(key)
+            if hit is None or not tok:
+                continue
+            name, rank = hit
+            tok = tok.rstrip(":")
+            try:
+                if "/" in tok and name in ("epoch", "step"):
+                    a, b = tok.split("/")
+                    c.put(name, rank, float(a))
+                    if name == "step":
+                        c.put("total_steps", rank, float(b))
+                    else:
+                        c.total_epochs = int(b)
+                elif name in ("step", "loss", "epoch", "lr", "total_steps"):
+                    c.put(name, rank, float(tok.replace(",", "")))
+                    if name == "loss" and math.isnan(float(tok)):
+                        c.loss_is_nan = True
+                elif name in ("step_time", "outer_time"):
+                    _table_time(c, name, rank, tok)
+                elif name == "loss_component":
+                    components += 1
+                    c.components.append(float(tok))
+            except ValueError:
+                continue
+        if components == 1 and "loss" not in c.values:
+            c.put("loss", 8, c.components[0])  # the table's only loss column is its loss
+        epoch = c.get("epoch")
+        if "step" not in c.values and epoch is not None and len(toks) == n:
+            c.put("step", 6, epoch)  # an epoch column is a plain table's only counter
+            if (t := c.generic_time or c.outer_time) is not None and "step_time" not in c.values:
+                c.put("step_time", t[0] + 2, t[1])  # a per-epoch table's time column
+        elif c.generic_time is not None and "step_time" not in c.values:
+            c.put("step_time", c.generic_time[0], c.generic_time[1])
+        return sample_of(line_no, text, c)
+
+
+def _column_role(key: str) -> tuple[str, int] | None:
+    """A column's role: as a key, and a count column that changes row by row (`NumIters`,
+    `total_steps`) is the table's counter, never a run total."""
+    hit = field_for_key(key)
+    if hit is not None and hit[0] == "total_steps":
+        return "step", hit[1] + 2
+    if hit is None:
+        words = key.split("_")
+        if (
+            len(words) == 2
+            and words[0] in ("num", "n", "total", "nb")
+            and words[1] in lexicon().counter_nouns
+        ):
+            return "step", 3
+    return hit
+
+
+def _table_time(c: Candidates, name: str, rank: int, tok: str) -> None:
+    """A time cell: seconds, or a clock duration (`00:44`, `1:02:03`)."""
+    secs = parse_duration(tok) if ":" in tok else float(tok)
+    if secs is None or not secs > 0:
+        return
+    if name == "outer_time":
+        c.outer_time = (rank, secs)
+    else:
+        c.generic_time = (rank, secs)
