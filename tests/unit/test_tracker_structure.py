@@ -588,3 +588,26 @@ def test_a_new_sentence_starts_a_key() -> None:
 def test_an_abbreviated_batch_time_with_its_unit() -> None:
     v = vals("epoch: 3 | lr: 0.1 | bch(ms): 410.5 | fwd(ms): 150.0 | bwd(ms): 250.0")
     assert v.get("step_time") == pytest.approx(0.4105)
+
+
+# --- batch-12 classes ----------------------------------------------------------------------------
+
+
+def test_an_epoch_header_after_a_bar_does_not_replace_it(tmp_path: Path) -> None:
+    text = (
+        "Epoch 3/10\n120/120 [==============================] - 30s 250ms/step - loss: 0.61\n"
+        "Epoch 4/10\n120/120 [==============================] - 30s 250ms/step - loss: 0.55\nEpoch 5/10\n"
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (120, 0.55, 0.25)
+
+
+def test_an_epoch_header_after_loop_lines_is_the_progress(tmp_path: Path) -> None:
+    text = "Training epoch: 3\n\tIter 40 done | loss: 1.5\nTraining epoch: 4\n"
+    assert track(text, tmp_path)["step"] == 4
+
+
+def test_an_inferencing_bar_is_not_training() -> None:
+    assert parse_line(
+        "Inferencing model on the train split: 100%|#####| 11/11 [00:01<00:00,  9.4it/s]"
+    ).is_eval

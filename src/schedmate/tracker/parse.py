@@ -168,7 +168,7 @@ def _per_unit(m: re.Match[str]) -> str:
 _LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 # a bar over work that is not training: generation, data preparation, downloads, scoring
 _NOT_TRAINING_BAR = re.compile(
-    r"(?<![\w/])(?:generat|sampl(?:ing|e)\b|decod|extract|encod|embedd|preprocess|pre-process|tokeniz|"
+    r"(?<![\w/])(?:generat|sampl(?:ing|e)\b|decod|extract|encod|embedd|inferenc|preprocess|pre-process|tokeniz|"
     r"download|upload|convert|augment|index|caching|resolv|fetch|comput|scor|map\b|filter\b|"
     r"loading checkpoint)",
     re.I,
@@ -413,6 +413,8 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         words = key_words(key)
         if len(words) > 1 and words[-1] in _TIME_WORDS and any(w in PHASE_WORDS for w in words):
             val = _to_float(raw_val)
+            if val is None and (dur := parse_duration(raw_val)) is not None:
+                val, unit = dur, "s"  # `data time: 0.100s`
             if val is not None and val >= 0:  # `forward_time`, `data_time (ms)`: a phase of a step
                 c.phase_times.append(_seconds(val, "ms" if "ms" in words else unit or "s"))
             return False

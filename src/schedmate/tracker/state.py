@@ -142,6 +142,7 @@ def summarize(
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _drop_trailing_summaries(train)
     train = _drop_trailing_timings(train)
+    train = _drop_headers_after_a_bar(train)
     if not train:
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
@@ -329,6 +330,27 @@ def _drop_trailing_summaries(
             break
         end -= 1
     return train[:end]
+
+
+_PROGBAR = re.compile(r"\d+/\d+ \[[=>.]+\]")
+
+
+def _drop_headers_after_a_bar(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """`Epoch 8/10` alone after a progress bar announces the next bar: until that bar moves,
+    the last bar state is the progress (as a bar at 0 is not progress yet). After loop lines
+    that are not bars the header is the latest progress line."""
+    end = len(train)
+    while end > 1:
+        s, bar = train[end - 1]
+        if bar or s.step is None or s.step != s.epoch or s.has_metrics_besides_counters():
+            break
+        end -= 1
+    if end == len(train):
+        return train
+    prev, prev_bar = train[end - 1]
+    if prev_bar or _PROGBAR.search(prev.text):
+        return train[:end]
+    return train
 
 
 def _drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
