@@ -611,3 +611,17 @@ def test_an_inferencing_bar_is_not_training() -> None:
     assert parse_line(
         "Inferencing model on the train split: 100%|#####| 11/11 [00:01<00:00,  9.4it/s]"
     ).is_eval
+
+
+# --- batch-13 classes ----------------------------------------------------------------------------
+
+
+def test_a_counter_noun_holding_a_duration_is_its_time() -> None:
+    v = vals("(12/40) LR: 0.01 | Batch: 0.420s | Loss: 0.9")
+    assert (v.get("step"), v.get("step_time")) == (12, pytest.approx(0.42))
+
+
+def test_a_table_time_column_in_milliseconds(tmp_path: Path) -> None:
+    text = "epoch,iter,train_loss,iter_time_ms\n1,10,0.5,250.0\n1,20,0.4,260.0\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["step_time_s"]) == (20, 0.26)

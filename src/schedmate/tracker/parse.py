@@ -454,10 +454,12 @@ def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         return False
     val = _to_float(sval)
     if val is None:
-        dur = parse_duration(sval) if name in ("step_time", "outer_time") else None
+        dur = parse_duration(sval) if name in ("step_time", "outer_time", "step") else None
         if dur is None:
             return False
         val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
+        if name == "step":  # `Batch: 1.810s`: a counter noun holding a duration is its time
+            name, rank = "step_time", 3
     if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
         val *= _COUNT_SUFFIX[unit]  # `step:50K`
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():

@@ -221,7 +221,7 @@ class TableReader:
                     if name == "loss" and math.isnan(float(tok)):
                         c.loss_is_nan = True
                 elif name in ("step_time", "outer_time"):
-                    _table_time(c, name, rank, tok)
+                    _table_time(c, name, rank, tok, ms=key.endswith(("_ms", "(ms)")))
                 elif name == "loss_component":
                     components += 1
                     c.components.append(float(tok))
@@ -256,9 +256,9 @@ def _column_role(key: str) -> tuple[str, int] | None:
     return hit
 
 
-def _table_time(c: Candidates, name: str, rank: int, tok: str) -> None:
-    """A time cell: seconds, or a clock duration (`00:44`, `1:02:03`)."""
-    secs = parse_duration(tok) if ":" in tok else float(tok)
+def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = False) -> None:
+    """A time cell: seconds (milliseconds under a `_ms` column), or a clock duration (`00:44`)."""
+    secs = parse_duration(tok) if ":" in tok else float(tok) / (1000.0 if ms else 1.0)
     if secs is None or not secs > 0:
         return
     if name == "outer_time":
