@@ -43,7 +43,11 @@ def test_llm_outage_degrades_to_rules(closed_port_url: str) -> None:
     clf = LineClassifier(embedder=None)
     clf.decisions[mask_line(ODD[0])] = LineKind.PROGRESS
     tracker = MetricTracker(TrackerSettings(use_llm=True), classifier=clf, mapper=mapper)
-    lines = ["step 5/10 loss 1.5 time 0.2s", *ODD]
-    r = tracker.track_lines(lines)
+    # the rules read progress: the LLM is not asked (it is for logs the rules cannot read)
+    r = tracker.track_lines(["step 5/10 loss 1.5 time 0.2s", *ODD])
     assert (r.step, r.total_steps, r.loss) == (5, 10, 1.5)
+    assert llm.available
+    # the rules read nothing: the LLM is asked, fails, and the answer is the rules' (none)
+    r = tracker.track_lines(["starting the job", *ODD])
+    assert not r.has_progress and r.error is None
     assert not llm.available  # breaker open: no further calls
