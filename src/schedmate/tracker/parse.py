@@ -2,28 +2,25 @@
 
 Covers the shapes most frameworks print: `key=value`, `key: value`, `key value`, Python
 dicts / JSON lines, tqdm bars (with postfix), fractions `N/M`, unit rates (`3.2 it/s`,
-`512ms/step`, `0.21 sec/batch`, `615 examples/sec`), durations (`3:56:00`, `7h 2m 14s`).
-Tables (a header line then numeric rows) are handled by the caller with `parse_row`.
+`512ms/step`, `0.21 sec/batch`, `615 examples/sec`), durations (`3:56:00`, `7h 2m 14s`),
+`| key | value |` rows, and the line-level semantics once every number has a role. What one key
+and its value mean is `values.py`; tables and records across lines are `samples.py`/`state.py`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass, field
 
-from schedmate.tracker.fields import (
-    PHASE_WORDS,
-    RATE_UNITS,
-    THROUGHPUT_WORDS,
-    TIME_PER_STEP_UNITS,
-    field_for_key,
-    is_eval_key,
-    key_words,
-    lexicon,
-    normalise_key,
-    split_camel,
+from schedmate.tracker.fields import RATE_UNITS, field_for_key, is_eval_key, key_words, lexicon, normalise_key
+from schedmate.tracker.values import (
+    Candidates,
+    apply_kv,
+    apply_rate,
+    parse_duration,
+    resolve_key,
+    seconds,
+    to_float,
 )
 
 __all__ = [
@@ -134,9 +131,9 @@ _PROSE_METRIC = re.compile(
 def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
     if field_for_key(normalise_key(m["c"])) is None:
         return m[0]
-    if _apply_kv(c, m["c"], m["n"], ""):
+    if apply_kv(c, m["c"], m["n"], ""):
         c.n_metrics += 1
-    if _apply_kv(c, m["m"], m["v"], ""):
+    if apply_kv(c, m["m"], m["v"], ""):
         c.n_metrics += 1
     return " " * len(m[0])
 
@@ -152,10 +149,10 @@ _DASH_VALUE = re.compile(
 
 
 def _dash_value(c: Candidates, m: re.Match[str]) -> str:
-    key, hit = _resolve_key(c, m["k"])
+    key, hit = resolve_key(c, m["k"])
     if hit is None or hit[0] in ("total_if_step",):
         return m[0]
-    if _apply_kv(c, m["k"], m["v"], ""):
+    if apply_kv(c, m["k"], m["v"], ""):
         c.n_metrics += 1
     return " " * len(m[0])
 
@@ -178,76 +175,6 @@ EVAL_WORDS = re.compile(
     r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
     re.I,
 )
-
-
-@dataclass(slots=True)
-class Candidates:
-    """Metric candidates read from one line: field -> (rank, value)."""
-
-    values: dict[str, tuple[int, float]] = field(default_factory=dict)
-    throughput: tuple[float, str] | None = None
-    total_epochs: int | None = None
-    is_bar: bool = False
-    is_eval: bool = False
-    loss_is_nan: bool = False
-    is_summary: bool = False
-    n_metrics: int = 0
-    eval_metric: bool = False
-    eval_context: bool = False  # evaluation by the line's label or section, not only its metrics
-    phase_times: list[float] = field(default_factory=list)  # forward_time, data_time...
-    n_eval_keys: int = 0
-    n_other_keys: int = 0
-    components: list[float] = field(default_factory=list)
-    generic_time: tuple[int, float] | None = None
-    outer_time: tuple[int, float] | None = None
-    outer_counter: bool = False
-    first_role: str | None = None
-    is_summary_line: bool = False
-    summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
-    epoch_whole: bool = False  # the epoch written as a whole number in a record (`"epoch": 157`)
-    kind_loss: tuple[int, float] | None = None  # a loss named by its kind (`lm loss`)
-    bare_count: bool = False  # a bar with neither total, description nor postfix
-    prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
-    stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
-    rest: str = ""
-
-    def put(self, name: str, rank: int, value: float) -> None:
-        cur = self.values.get(name)
-        if cur is None or rank < cur[0]:
-            self.values[name] = (rank, value)
-
-    def get(self, name: str) -> float | None:
-        cur = self.values.get(name)
-        return None if cur is None else cur[1]
-
-
-def parse_duration(text: str) -> float | None:
-    """`3:56:00` / `1:52:09` / `7h 2m 14s` / `0s` / `21477 sec` -> seconds."""
-    t = text.strip()
-    if ":" in t:
-        parts = t.split(":")
-        try:
-            nums = [float(p) for p in parts]
-        except ValueError:
-            return None
-        total = 0.0
-        for n in nums:
-            total = total * 60 + n
-        return total
-    m = re.fullmatch(
-        r"(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?", t
-    )
-    if m and any(m.groups()):
-        d, h, mi, s = (float(g) if g else 0.0 for g in m.groups())
-        return d * 86400 + h * 3600 + mi * 60 + s
-    return None
-
-
-def _to_float(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
 
 
 # a logger's source location `package.module:function:123` is not `function: 123`
@@ -281,221 +208,6 @@ def split_glued(text: str) -> list[str]:
     return [p for p in parts if p.strip()] or [text]
 
 
-_MAX_STEP_S = 1e7
-_UNIT_WORDS = {"毫秒": "ms", "秒": "s", "分钟": "min"}
-
-
-def _seconds(value: float, unit: str) -> float:
-    u = _UNIT_WORDS.get(unit, unit).lower()
-    if u.startswith("ms"):
-        return value / 1000.0
-    if u.startswith(("us", "µs")):
-        return value / 1e6
-    if u.startswith("min"):
-        return value * 60.0
-    if u == "h":
-        return value * 3600.0
-    return value
-
-
-def _put_time(c: Candidates, key: str, rank: int, value: float, unit: str) -> None:
-    if "(ms)" in key or key.startswith("ms/") or key.endswith("_ms"):
-        unit = "ms"
-    secs = _seconds(value, unit)
-    # hours: a simulated time step; over ~4 months: a Unix timestamp, not a duration
-    if value > 0 and math.isfinite(value) and unit.lower() != "h" and secs < _MAX_STEP_S:
-        c.put("step_time", rank, secs)
-
-
-def _apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
-    u = unit.lower().replace("sec", "s").replace("second", "s")
-    if not (value > 0 and math.isfinite(value)):
-        return
-    if u.endswith("/epoch"):  # time per epoch: a step time only where the epoch is the counter
-        if c.outer_time is None or rank < c.outer_time[0]:
-            c.outer_time = (rank, _seconds(value, u.split("/")[0]))
-        return
-    if u in TIME_PER_STEP_UNITS or u.replace("sec", "s") in TIME_PER_STEP_UNITS:
-        base = u.split("/")[0]
-        c.put("step_time", rank, _seconds(value, base))
-    elif u in RATE_UNITS:
-        c.put("step_time", rank, 1.0 / value)
-    elif THROUGHPUT_WORDS.match(u) and c.throughput is None:
-        c.throughput = (value, unit)
-
-
-_GENERIC = {
-    "time",
-    "it",
-    "batch",
-    "steps",
-    "ep",
-    "update",
-    "updates",
-    "elapsed",
-    "remaining",
-    "wall",
-    "eta",
-    "epochs",
-    "iters",
-}
-_LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
-_SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
-
-
-_PAIRED_KEY = re.compile(r"^\s*([^\W\d][\w ]*?)\s*\([^\W\d]\w*\)\s*$")
-_PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on", "until", "since"}
-_COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
-_TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
-_TIME_WORDS = {"time", "t", "ms", "s", "sec", "secs", "cost", "duration"}
-_GENERIC_TIME = {
-    "avg_time",
-    "average_time",
-    "mean_time",
-    "time",
-    "seconds",
-    "secs",
-    "duration",
-    "tiempo",
-    "zeit",
-    "temps",
-    "耗时",
-}
-
-
-def _resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | None]:
-    """The normalised key and its role; multi-word keys fall back to their shorter suffixes
-    (`INFO train loss` -> `train loss`), unless a dropped word is an evaluation word
-    (`Validation loss`) or the suffix is a generic word qualified by others (`inference time`)."""
-    key = normalise_key(raw_key)
-    hit = field_for_key(key)
-    if hit is None and (split := split_camel(raw_key)) != raw_key:
-        return _resolve_key(c, split)  # `AvgTime`, `trainLoss`: words written in camel case
-    if hit is None and (paired := _PAIRED_KEY.match(raw_key)) is not None:
-        return _resolve_key(c, paired[1])  # `time (data): 1.6 (0.26)`: the first value is `time`
-    if hit is not None or " " not in raw_key.strip():
-        return key, hit
-    words = raw_key.lower().split()
-    for i in range(1, len(words)):
-        suffix = normalise_key(" ".join(words[i:]))
-        hit = field_for_key(suffix) if len(suffix) > 1 else None  # not the unit of `timing in s`
-        if hit is not None:
-            head = " ".join(words[:i])
-            if is_eval_key(head):
-                return key, None
-            if hit[0] == "step" and set(head.split()) & _TOTAL_WORDS:
-                return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
-            if (
-                suffix in _GENERIC
-                and not _LOG_PREFIX.fullmatch(head)
-                and not head.endswith((".", ",", ";"))  # `Epoch 0 ended. Steps: 24`: a new sentence
-                and not set(head.split()) <= lexicon().train_words  # `train batch 30` is a counter
-            ):
-                return key, None
-            prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]
-            if len(prose) >= 3 or set(prose) & _PREPOSITIONS:
-                c.prose = True  # `Checkpoint saved after step`: a sentence about a counter
-            return suffix, hit
-    return key, None
-
-
-def _apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
-    key, hit = _resolve_key(c, raw_key)
-    if key in _SUMMARY_KEYS:
-        c.summary_keys += 1
-    if hit is None:
-        if is_eval_key(key):
-            c.n_eval_keys += 1
-            if any(w in lexicon().loss_heads for w in key_words(key)):
-                c.eval_metric = True
-            return False
-        c.n_other_keys += 1
-        words = key_words(key)
-        if len(words) > 1 and words[-1] in _TIME_WORDS and any(w in PHASE_WORDS for w in words):
-            val = _to_float(raw_val)
-            if val is None and (dur := parse_duration(raw_val)) is not None:
-                val, unit = dur, "s"  # `data time: 0.100s`
-            if val is not None and val >= 0:  # `forward_time`, `data_time (ms)`: a phase of a step
-                c.phase_times.append(_seconds(val, "ms" if "ms" in words else unit or "s"))
-            return False
-        if THROUGHPUT_WORDS.search(key) and ("per_s" in key or "/s" in key or key in ("wps", "tps", "tgs")):
-            val = _to_float(raw_val)
-            if val is not None and c.throughput is None:
-                c.throughput = (val, key)
-                return True
-        return False
-    name, rank = hit
-    if c.first_role is None:
-        c.first_role = name
-    sval = raw_val.strip()
-    if name in ("elapsed", "remaining"):
-        dur = parse_duration(sval + (unit if unit in ("s", "sec", "h", "min", "ms") else ""))
-        if dur is None:
-            v = _to_float(sval)
-            dur = None if v is None else _seconds(v, unit or "s")
-        if dur is not None:
-            c.put(name, rank, dur)
-        return dur is not None
-    if "/" in sval and ":" not in sval:
-        num, _, den = sval.partition("/")
-        n, d = _to_float(num), _to_float(den)
-        if n is None or d is None:
-            return False
-        if name == "step":
-            c.put("step", rank, n)
-            c.put("total_steps", rank, d)
-        elif name in ("epoch", "total_epochs"):
-            c.put("epoch", rank, n)
-            c.total_epochs = int(d)
-        else:
-            return False
-        return True
-    if ":" in sval:
-        return False
-    val = _to_float(sval)
-    if val is None:
-        dur = parse_duration(sval) if name in ("step_time", "outer_time", "step") else None
-        if dur is None:
-            return False
-        val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
-        if name == "step":  # `Batch: 1.810s`: a counter noun holding a duration is its time
-            name, rank = "step_time", 3
-    if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
-        val *= _COUNT_SUFFIX[unit]  # `step:50K`
-    if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
-        return False  # counters are whole numbers (a fractional epoch is a position)
-    if name == "loss" and math.isnan(val):
-        c.loss_is_nan = True
-        c.put("loss", rank, val)
-        return True
-    if name == "step_time":
-        if key in _GENERIC_TIME:
-            if val > 0 and math.isfinite(val) and (c.generic_time is None or rank < c.generic_time[0]):
-                c.generic_time = (rank, _seconds(val, unit) if "ms" not in key else val / 1000.0)
-        else:
-            _put_time(c, key, rank, val, unit)
-    elif name == "outer_time":
-        if val > 0 and math.isfinite(val):
-            c.outer_time = (rank, _seconds(val, unit or ("min" if key.startswith("min") else "s")))
-    elif name == "step_rate":
-        if val > 0:
-            c.put("step_time", rank + 1, 1.0 / val)
-    elif name == "loss_component":
-        c.components.append(val)
-    elif name == "loss" and key in lexicon().kind_losses:
-        c.kind_loss = (rank, val)
-        c.put(name, rank, val)
-    elif name == "total_if_step":
-        if "step" in c.values or "epoch" in c.values:
-            c.put("total_steps" if "step" in c.values else "total_epochs", rank, val)
-    elif name == "total_epochs":
-        if c.total_epochs is None:
-            c.total_epochs = int(val)
-    else:
-        c.put(name, rank, val)
-    return True
-
-
 def _parse_bar(c: Candidates, text: str) -> str:
     m = _BAR.search(text)
     if m is None:
@@ -506,8 +218,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
         # `29810it [25:39, 1.56it/s]` alone counts items of any work (data preparation...)
         c.bare_count = not _WORDS.search(text[: m2.start()]) and not m2["postfix"]
         c.put("step", 3, float(m2["n"]))
-        if (bare_rate := _to_float(m2["rate"])) is not None:
-            _apply_rate(c, bare_rate, m2["runit"], 3)
+        if (bare_rate := to_float(m2["rate"])) is not None:
+            apply_rate(c, bare_rate, m2["runit"], 3)
         if m2["postfix"]:
             _parse_kvs(c, m2["postfix"])
         return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
@@ -521,9 +233,9 @@ def _parse_bar(c: Candidates, text: str) -> str:
     c.put("total_steps", 3, float(m["total"]))
     rate = m["rate"]
     if rate != "?":
-        val = _to_float(rate)
+        val = to_float(rate)
         if val is not None:
-            _apply_rate(c, val, m["unit"], 3)
+            apply_rate(c, val, m["unit"], 3)
     el = parse_duration(m["elapsed"])
     if el is not None:
         c.put("elapsed", 5, el)
@@ -541,9 +253,9 @@ def _parse_kvs(c: Candidates, text: str) -> str:
     spans = []
     for m in _KV.finditer(text):
         if m["qk"] is not None:
-            ok = _apply_kv(c, m["qk"], m["qv"], m["qu"] or "")
+            ok = apply_kv(c, m["qk"], m["qv"], m["qu"] or "")
         else:
-            ok = _apply_kv(c, m["k"], m["v"], m["u"] or "")
+            ok = apply_kv(c, m["k"], m["v"], m["u"] or "")
         if ok:
             c.n_metrics += 1
         spans.append((m.start(), m.end()))
@@ -575,9 +287,9 @@ def _drop_eval_segments(c: Candidates, body: str) -> str:
 
 
 def _paren_rate(c: Candidates, m: re.Match[str]) -> str:
-    val = _to_float(m["v"])
+    val = to_float(m["v"])
     if val is not None:
-        _apply_rate(c, val, m["u"], 1)
+        apply_rate(c, val, m["u"], 1)
         if c.throughput is None and m["u"].lower() not in RATE_UNITS:
             c.throughput = (val, m["u"])
     return " " * len(m[0])
@@ -625,7 +337,7 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
             if k.strip().lower() in ("loss", "train_loss") and v.strip().lower() == "nan":
                 c.loss_is_nan = True
             continue
-        if _apply_kv(c, k, m["v"], m["u"] or ""):
+        if apply_kv(c, k, m["v"], m["u"] or ""):
             c.n_metrics += 1
     return True
 
@@ -640,7 +352,7 @@ def parse_kv_row(c: Candidates, text: str) -> bool:
     if row is None:
         return False
     m = _VALUE_UNIT.match(row["v"]) if row["v"] else None  # an empty value: a section row (`train/`)
-    if m is not None and _apply_kv(c, row["k"], m["v"], m["u"] or ""):
+    if m is not None and apply_kv(c, row["k"], m["v"], m["u"] or ""):
         c.n_metrics += 1
     return True
 
@@ -662,7 +374,7 @@ def _flat_kv_rows(c: Candidates, text: str) -> bool:
         return False
     for k, v in pairs:
         m = _VALUE_UNIT.match(v)
-        if m is not None and _apply_kv(c, k, m["v"], m["u"] or ""):
+        if m is not None and apply_kv(c, k, m["v"], m["u"] or ""):
             c.n_metrics += 1
     _finish(c, "")
     return True
@@ -712,9 +424,9 @@ def parse_line(text: str) -> Candidates:
         body = _blank(body, [r_.span()])
     spans = []
     for r in _RATE.finditer(body) if _RATE_UNIT.search(body) else ():
-        val = _to_float(r["v"])
+        val = to_float(r["v"])
         if val is not None:
-            _apply_rate(c, val, r["u"], 1)
+            apply_rate(c, val, r["u"], 1)
             c.n_metrics += 1
         spans.append((r.start(), r.end()))
     if _SEGMENT_SEP.search(body):
@@ -838,11 +550,11 @@ def _finish(c: Candidates, body: str) -> None:
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
     if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
-        c.put("step_time", 8, _seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0))
+        c.put("step_time", 8, seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0))
     if "step_time" not in v and "step" in v and not c.outer_counter:
         bare = _BARE_DURATION.search(c.rest)
         if bare is not None:  # `step 9 | loss 2.0 | 0.25s`: a lone duration field beside the counter
-            c.generic_time = c.generic_time or (7, _seconds(float(bare["v"]), bare["u"]))
+            c.generic_time = c.generic_time or (7, seconds(float(bare["v"]), bare["u"]))
     if "step_time" not in v:
         if c.outer_counter and c.outer_time is not None:
             c.put("step_time", c.outer_time[0] + 2, c.outer_time[1])
