@@ -209,7 +209,9 @@ def test_gc_helpers_restore_state() -> None:
         n = gc.get_freeze_count()
         with gc_frozen():
             pass
-        assert gc.get_freeze_count() == n
+        # still frozen (not unfrozen by the helper); the count may only shrink as frozen
+        # objects are freed by reference counting meanwhile
+        assert 0 < gc.get_freeze_count() <= n
     finally:
         gc.unfreeze()
 
