@@ -625,3 +625,9 @@ def test_a_table_time_column_in_milliseconds(tmp_path: Path) -> None:
     text = "epoch,iter,train_loss,iter_time_ms\n1,10,0.5,250.0\n1,20,0.4,260.0\n"
     r = track(text, tmp_path)
     assert (r["step"], r["step_time_s"]) == (20, 0.26)
+
+
+def test_a_time_unit_after_a_space() -> None:
+    assert vals("it 40 | loss 1.2 | iter time: 512.5 ms (step)").get("step_time") == pytest.approx(0.5125)
+    assert vals("step 7 loss 0.9 duration 1.5 sec").get("step_time") == pytest.approx(1.5)
+    assert vals("step 7 loss 0.9 time 2 min: 3").get("step_time") == pytest.approx(2)  # `min:` is a key

@@ -69,7 +69,8 @@ _BAR_NOTOTAL = re.compile(
 _KEY = r"[^\W\d][\w./\-]*(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
-    r"(?P<u>" + _UNIT + r"(?:/[A-Za-z]+)?)"
+    # a time unit after a space (`743.31 ms`), unless it is the next key (`ms: 3`)
+    r"(?P<u>\s(?:ms|us|µs|sec|secs|seconds|min)(?![\w:=/])|" + _UNIT + r"(?:/[A-Za-z]+)?)"
 )
 _KV = re.compile(
     r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)"

@@ -214,6 +214,7 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
 
 
 def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
+    unit = unit.strip()
     key, hit = resolve_key(c, raw_key)
     if key in _SUMMARY_KEYS:
         c.summary_keys += 1
