@@ -28,7 +28,6 @@ __all__ = [
     "RATE_UNITS",
     "TIME_PER_STEP_UNITS",
     "THROUGHPUT_WORDS",
-    "PHASE_WORDS",
 ]
 
 _SEP = re.compile(r"[\s\-]+")
@@ -69,6 +68,11 @@ class Lexicon:
     training_set_words: frozenset[str]
     counter_nouns: frozenset[str]
     kind_losses: frozenset[str]
+    step_nouns: frozenset[str]
+    duration_words: frozenset[str]
+    phase_words: frozenset[str]
+    current_words: frozenset[str]
+    average_words: frozenset[str]
     counter_modifiers: frozenset[str]
 
 
@@ -89,6 +93,11 @@ def lexicon() -> Lexicon:
         training_set_words=frozenset(raw["training_set_words"]),
         counter_nouns=frozenset(raw["counter_nouns"]),
         kind_losses=frozenset(raw["kind_losses"]),
+        step_nouns=frozenset(raw["step_nouns"]),
+        duration_words=frozenset(raw["duration_words"]),
+        phase_words=frozenset(raw["phase_words"]),
+        current_words=frozenset(raw["current_words"]),
+        average_words=frozenset(raw["average_words"]),
         counter_modifiers=frozenset(raw["counter_modifiers"]),
     )
 
@@ -116,8 +125,6 @@ def is_eval_key(key: str) -> bool:
     return any(w in words for w in key_words(key))
 
 
-_CURRENT_WORDS = frozenset({"current", "cur", "batch", "step", "iter"})
-_AVERAGE_WORDS = frozenset({"avg", "average", "mean", "running", "smoothed", "smooth", "global"})
 _GLUED_LOSS = re.compile(r"[a-z]{1,2}loss")
 
 
@@ -140,9 +147,9 @@ def _loss_role(words: list[str]) -> tuple[str, int] | None:
     if all(w in lex.total_loss_modifiers for w in others):
         # the current value before an average of it (`current batch average objf` over
         # `global average objf`), as in `loss: 2.31 (2.45)`
-        if set(others) & _CURRENT_WORDS:
+        if set(others) & lex.current_words:
             return "loss", 3
-        if set(others) & _AVERAGE_WORDS:
+        if set(others) & lex.average_words:
             return "loss", 5
         return "loss", 4
     return "loss_component", 9
@@ -177,7 +184,7 @@ def field_for_key(key: str) -> tuple[str, int] | None:
         # a specific time key only: `time_ms` alone is as often a wall-clock timestamp
         if hit is not None and hit[1] <= 1 and hit[0] in ("step_time", "outer_time", "elapsed", "remaining"):
             return hit[0], hit[1] + 1
-        if set(key_words(base)) <= _STEP_NOUNS | {"train", "training"} and key_words(base):
+        if set(key_words(base)) <= lexicon().step_nouns | {"train", "training"} and key_words(base):
             return "step_time", 2  # `updt_s`, `step_ms`: the seconds of a step
     if _RATE_KEY.search(key):
         return "step_rate", 2
@@ -185,39 +192,13 @@ def field_for_key(key: str) -> tuple[str, int] | None:
     return _loss_role(words) or _set_metric_role(words) or _counter_role(words) or _time_role(words)
 
 
-# parts of a step (`forward_time`, `data_time`, `optim_step_time`) are not the step's time
-PHASE_WORDS = frozenset(
-    {
-        "forward",
-        "fwd",
-        "backward",
-        "bwd",
-        "optim",
-        "optimizer",
-        "data",
-        "dataloader",
-        "load",
-        "loading",
-        "io",
-        "comm",
-        "sync",
-        "allreduce",
-        "fetch",
-        "prep",
-        "preprocess",
-        "h2d",
-    }
-)
-_STEP_NOUNS = frozenset({"step", "iter", "iteration", "batch", "bch", "it", "update", "updt", "upd"})
-_DURATION_WORDS = frozenset({"time", "timing", "duration", "cost", "latency", "secs", "seconds"})
-
-
 def _time_role(words: list[str]) -> tuple[str, int] | None:
     """A duration of one step, named by its words (`train_step_timing`, `batch_latency`)."""
+    lex = lexicon()
     if (
-        any(w in _DURATION_WORDS for w in words)
-        and any(w in _STEP_NOUNS for w in words)
-        and not any(w in PHASE_WORDS for w in words)
+        any(w in lex.duration_words for w in words)
+        and any(w in lex.step_nouns for w in words)
+        and not any(w in lex.phase_words for w in words)
     ):
         return "step_time", 2
     return None

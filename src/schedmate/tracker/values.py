@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, field
 
 from schedmate.tracker.fields import (
-    PHASE_WORDS,
     RATE_UNITS,
     THROUGHPUT_WORDS,
     TIME_PER_STEP_UNITS,
@@ -226,7 +225,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
             return False
         c.n_other_keys += 1
         words = key_words(key)
-        if len(words) > 1 and words[-1] in _TIME_WORDS and any(w in PHASE_WORDS for w in words):
+        if len(words) > 1 and words[-1] in _TIME_WORDS and any(w in lexicon().phase_words for w in words):
             val = to_float(raw_val)
             if val is None and (dur := parse_duration(raw_val)) is not None:
                 val, unit = dur, "s"  # `data time: 0.100s`
