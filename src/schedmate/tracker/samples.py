@@ -95,8 +95,8 @@ class KeyValueTable:
 
     def __init__(self) -> None:
         self.best: tuple[int, int, str, Candidates] | None = None  # rank, line, text, values
-        self.merged: Candidates | None = None
-        self.last: tuple[int, str] = (0, "")
+        self.rows: list[str] = []  # the rows of the current table
+        self.last: tuple[int, str] = (0, "")  # the last row that held a value
 
     def offer(self, line_no: int, text: str) -> bool:
         """Take a row (True), or refuse a line that is not one (False: the caller flushes)."""
@@ -105,9 +105,7 @@ class KeyValueTable:
         row = Candidates()
         if not parse_kv_row(row, text):
             return False
-        merged = self.merged if self.merged is not None else Candidates()
-        parse_kv_row(merged, text)
-        self.merged = merged
+        self.rows.append(text)
         step = row.values.get("step")
         if step is not None and (self.best is None or step[0] < self.best[0]):
             self.best = (step[0], line_no, text, row)
@@ -116,11 +114,16 @@ class KeyValueTable:
         return True
 
     def flush(self) -> ProgressSample | None:
-        best, merged, (line_no, text) = self.best, self.merged, self.last
-        self.best, self.merged, self.last = None, None, (0, "")
+        best, rows, (line_no, text) = self.best, self.rows, self.last
+        self.best, self.rows, self.last = None, [], (0, "")
         if best is not None:
             return sample_of(best[1], best[2], best[3])
-        return sample_of(line_no, text, merged) if merged is not None and text else None
+        if not text:
+            return None
+        merged = Candidates()  # a table without a counter: its rows' values as one record
+        for row_text in rows:
+            parse_kv_row(merged, row_text)
+        return sample_of(line_no, text, merged)
 
 
 _BORDER = re.compile(r"[|│┃]")

@@ -13,7 +13,7 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -335,39 +335,49 @@ def _drop_trailing_summaries(
 _PROGBAR = re.compile(r"\d+/\d+ \[[=>.]+\]")
 
 
+def _drop_trailing(
+    train: list[tuple[ProgressSample, bool]],
+    in_run: Callable[[ProgressSample, bool], bool],
+    yields_to: Callable[[ProgressSample, bool], bool],
+) -> list[tuple[ProgressSample, bool]]:
+    """Drop the trailing run of samples `in_run` accepts when the sample just before the run
+    is one it `yields_to` (that sample is then the latest progress line)."""
+    end = len(train)
+    while end > 1 and in_run(*train[end - 1]):
+        end -= 1
+    if end < len(train) and yields_to(*train[end - 1]):
+        return train[:end]
+    return train
+
+
+def _bare_epoch_header(s: ProgressSample, bar: bool) -> bool:
+    return not bar and s.step is not None and s.step == s.epoch and not s.has_metrics_besides_counters()
+
+
 def _drop_headers_after_a_bar(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
     """`Epoch 8/10` alone after a progress bar announces the next bar: until that bar moves,
     the last bar state is the progress (as a bar at 0 is not progress yet). After loop lines
     that are not bars the header is the latest progress line."""
-    end = len(train)
-    while end > 1:
-        s, bar = train[end - 1]
-        if bar or s.step is None or s.step != s.epoch or s.has_metrics_besides_counters():
-            break
-        end -= 1
-    if end == len(train):
-        return train
-    prev, prev_bar = train[end - 1]
-    if prev_bar or _PROGBAR.search(prev.text):
-        return train[:end]
-    return train
+    return _drop_trailing(train, _bare_epoch_header, lambda s, bar: bar or bool(_PROGBAR.search(s.text)))
+
+
+def _timing_report(s: ProgressSample, bar: bool) -> bool:
+    # neither a counter nor a loss, only a time; an indented line continues its record instead
+    return (
+        not bar
+        and s.step is None
+        and s.loss is None
+        and not s.loss_is_nan
+        and s.step_time_s is not None
+        and not _CONTINUATION.match(s.text)
+    )
 
 
 def _drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
     """A timing report after a counter line (`Train epoch time: 11617 ms, per step time: 187
     ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
     line before it is (with its own fields)."""
-    end = len(train)
-    while end > 1:
-        s, bar = train[end - 1]
-        if bar or s.step is not None or s.loss is not None or s.loss_is_nan or s.step_time_s is None:
-            break
-        if _CONTINUATION.match(s.text):
-            break  # an indented line continues its record
-        end -= 1
-    if end == len(train) or train[end - 1][0].step is None:
-        return train
-    return train[:end]
+    return _drop_trailing(train, _timing_report, lambda s, _bar: s.step is not None)
 
 
 _CONTINUATION = re.compile(r"^(?:\s|\|)")
