@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from schedmate.sim.interference import InterferenceModel
 from schedmate.sim.policies import SchedulingPolicy
-from schedmate.sim.state import Event, JobState, VCState
+from schedmate.sim.state import EngineCalls, Event, JobState, VCState
 
 if TYPE_CHECKING:
     from schedmate.sim.rounds import _LazyWorse
@@ -23,7 +23,7 @@ PACK_MAX_GPUS = 8  # as Lucid: multi-node jobs are never packed
 _CHECK = 3  # the event kind of a pair's slowdown check (after the engine's finish, arrival, failure)
 
 
-class PackingMixin:
+class PackingMixin(EngineCalls):
     """Packing for `Simulator` (a mixin: the engine's state is the simulator's)."""
 
     jobs: list[JobState]
@@ -42,19 +42,7 @@ class PackingMixin:
 
     if TYPE_CHECKING:
 
-        def _pop(self, vc: VCState, gpus: int) -> JobState: ...
-
         def _push(self, vc: VCState, st: JobState, now: float, *, head: bool = False) -> None: ...
-
-        def _start(
-            self,
-            vc: VCState,
-            st: JobState,
-            now: float,
-            events: list[Event],
-            host: int = -1,
-            spread: bool = False,
-        ) -> None: ...
 
         def _release(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None: ...
 

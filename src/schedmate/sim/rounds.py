@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from schedmate.sim.placement import Alloc, NodePlacement
 from schedmate.sim.policies import BoundedKey, SchedulingPolicy
-from schedmate.sim.state import Bound, Event, JobState, VCState
+from schedmate.sim.state import Bound, EngineCalls, Event, JobState, VCState
 
 __all__ = ["RoundMixin"]
 
@@ -139,7 +139,7 @@ class _LazyWorse:
         return chosen
 
 
-class RoundMixin:
+class RoundMixin(EngineCalls):
     """The round of `Simulator` (a mixin: the engine's state is the simulator's)."""
 
     jobs: list[JobState]
@@ -154,18 +154,6 @@ class RoundMixin:
     stranded_gpu_s: float
 
     if TYPE_CHECKING:
-
-        def _pop(self, vc: VCState, gpus: int) -> JobState: ...
-
-        def _start(
-            self,
-            vc: VCState,
-            st: JobState,
-            now: float,
-            events: list[Event],
-            host: int = -1,
-            spread: bool = False,
-        ) -> None: ...
 
         def _preempt(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None: ...
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from schedmate.sim.interference import DEFAULT_CLASS
 from schedmate.sim.placement import Alloc, NodePlacement
 
-__all__ = ["Bound", "Event", "JobState", "SimResult", "VCState"]
+__all__ = ["Bound", "EngineCalls", "Event", "JobState", "SimResult", "VCState"]
 
 Event = tuple[float, int, int, int, int]  # time, kind, tie-break (a VC for rounds), job, version
 # a running job's key bound, negated (a min-heap is a max-heap of bounds), its index, its start_seq
@@ -113,3 +114,22 @@ class SimResult:
 
     def finished(self) -> list[JobState]:
         return [j for j in self.jobs if j.end >= 0]
+
+
+class EngineCalls:
+    """The engine methods that both of its mixins (rounds.py, packing.py) call, declared once
+    for the type checker; `Simulator` (engine.py) implements them."""
+
+    if TYPE_CHECKING:
+
+        def _pop(self, vc: VCState, gpus: int) -> JobState: ...
+
+        def _start(
+            self,
+            vc: VCState,
+            st: JobState,
+            now: float,
+            events: list[Event],
+            host: int = -1,
+            spread: bool = False,
+        ) -> None: ...
