@@ -631,3 +631,43 @@ def test_a_time_unit_after_a_space() -> None:
     assert vals("it 40 | loss 1.2 | iter time: 512.5 ms (step)").get("step_time") == pytest.approx(0.5125)
     assert vals("step 7 loss 0.9 duration 1.5 sec").get("step_time") == pytest.approx(1.5)
     assert vals("step 7 loss 0.9 time 2 min: 3").get("step_time") == pytest.approx(2)  # `min:` is a key
+
+
+# --- session 6: cut last lines, clock-style step durations, bars too fast to be training ---------
+
+
+def test_a_cut_record_keeps_its_complete_pairs(tmp_path: Path) -> None:
+    rows = "".join(
+        f'{{"lr_now": 0.001, "avg_loss": {2 - i / 10}, "epoch": {i}, "params": 123}}\n' for i in range(1, 5)
+    )
+    text = rows + '{"lr_now": 0.001, "avg_loss": 1.45, "epoch": 5, "par'
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (5, 1.45)
+
+
+def test_a_key_cut_before_its_value_does_not_make_an_evaluation_line(tmp_path: Path) -> None:
+    rows = "".join(f"[it {i}] loss (train) {i / 10}, test loss avg: 2.5 | secs/it 3.0\n" for i in range(1, 5))
+    r = track(rows + "[it 5] loss (train) 0.7, test loss avg:", tmp_path)
+    assert (r["step"], r["loss"]) == (5, 0.7)
+
+
+def test_a_cut_line_that_lost_the_runs_counter_is_not_progress(tmp_path: Path) -> None:
+    bar = "[epoch 2] train_loss 0.{c} {p}%|####      | {n}/500 [00:10<00:20,  9.50it/s]\n"
+    text = (
+        "".join(bar.format(c=90 - i, p=i * 10 // 5, n=100 + i) for i in range(5))
+        + "[epoch 2] train_loss 0.7 2"
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["total_steps"]) == (104, 500)
+
+
+def test_a_clock_duration_under_a_step_time_key() -> None:
+    assert vals("iters: 12 | loss 0.5 | iter_time 00:01:05")["step_time"] == 65.0
+    assert "step_time" not in vals("iteration 12 loss 0.5 time: 17:42:09")  # a clock, not a duration
+
+
+def test_a_bar_faster_than_any_training_step_is_other_work(tmp_path: Path) -> None:
+    fast = "100%|##########| 640/640 [00:00<00:00, 51234.50it/s]\n"
+    assert parse_line(fast).is_eval
+    slow = "100%|##########| 640/640 [01:20<00:00,  8.00it/s]\n"
+    assert not parse_line(slow).is_eval

@@ -62,9 +62,12 @@ def _without_cut_value(line: str, before: Sequence[str]) -> str:
     2.4774`): that number is not a value unless it shows the precision the same key showed on
     an earlier line (`train_loss: 1.7650` after `train_loss: 1.8463`); the rest of the line
     still counts."""
+    t = line.strip()
+    if t.startswith("{") and not t.endswith("}") and (comma := line.rfind(",")) > 0:
+        return line[:comma] + "}"  # a JSON record cut mid-way: its complete pairs count
     m = _TRAILING_NUMBER.search(line)
     if m is None:
-        return _TRAILING_WORD.sub("", line)  # `...\tValidation`: a key cut before its value
+        return _TRAILING_WORD.sub("", line)  # `...\tValidation`, `val_loss:`: a key cut before its value
     key = _KEY_BEFORE.search(line, 0, m.start())
     if key is not None:
         decimals = len(m[0].partition(".")[2])
@@ -76,7 +79,24 @@ def _without_cut_value(line: str, before: Sequence[str]) -> str:
     return line[: m.start()]
 
 
-_TRAILING_WORD = re.compile(r"(?<=[\t|,;])\s*[^\W\d][\w ]*$")
+_TRAILING_WORD = re.compile(r"(?<=[\t|,;])\s*[^\W\d][\w ./\-]*[:=]?\s*$")
+
+
+def _lost_counter(cut: str, kept: str, before: Sequence[str]) -> bool:
+    """A cut last line that is a prefix of an earlier line's format but lost the counter
+    that format carries (`epoch:1 loss:1.08:  6` of `epoch:1 loss:1.1:  60%|... | 235/391`)
+    is not a progress record yet: the epoch left on it is not the run's step."""
+    tpl = mask_line(cut)
+    if not tpl:
+        return False
+    for prev in reversed(before[-50:]):
+        if len(prev) > len(cut) and mask_line(prev).startswith(tpl):
+            full = parse_line(prev).values.get("step")
+            now = parse_line(kept).values.get("step")
+            return full is not None and (now is None or now[0] > full[0])
+    return False
+
+
 _KEY_BEFORE = re.compile(r"([^\W\d][\w./\-]*)\s*[:=]?\s*$")
 
 
@@ -215,7 +235,8 @@ class MetricTracker:
         self, file: str, lines: list[str], *, whole: bool, cut_last: bool = False
     ) -> TrackResult:
         if cut_last and lines:
-            lines = [*lines[:-1], _without_cut_value(lines[-1], lines[:-1])]
+            kept = _without_cut_value(lines[-1], lines[:-1])
+            lines = lines[:-1] if _lost_counter(lines[-1], kept, lines[:-1]) else [*lines[:-1], kept]
         first_no = 1 if whole else 0
         samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=False)
         if self._use_llm() and not any(not s.is_eval for s, _ in samples):

@@ -264,8 +264,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         else:
             return False
         return True
-    if ":" in sval:
-        return False
+    if ":" in sval and (name not in ("step_time", "outer_time") or key in _GENERIC_TIME):
+        return False  # a clock (`time: 12:30:45`) unless the key names a step's duration (`dt=00:04:58`)
     val = to_float(sval)
     if val is None:
         dur = parse_duration(sval) if name in ("step_time", "outer_time", "step") else None
