@@ -671,3 +671,16 @@ def test_a_bar_faster_than_any_training_step_is_other_work(tmp_path: Path) -> No
     assert parse_line(fast).is_eval
     slow = "100%|##########| 640/640 [01:20<00:00,  8.00it/s]\n"
     assert not parse_line(slow).is_eval
+
+
+def test_a_numbered_table_with_a_rule_under_its_header(tmp_path: Path) -> None:
+    text = (
+        "Ep   #      LOSS ENCODER  LOSS PARSER  UAS    SCORE\n"
+        "---  -----  ------------  -----------  -----  -----\n"
+        "  0      0          0.00        51.20  18.43   0.18\n"
+        "  0    250         12.50       410.11  80.20   0.80\n"
+        "  1    500         20.06       290.65  88.74   0.89\n"
+    )
+    r = track(text, tmp_path)
+    # two loss terms and no total: the row's counter is `#`, its loss is not stated
+    assert (r["step"], r["loss"]) == (500, None)

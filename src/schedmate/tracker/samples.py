@@ -79,7 +79,7 @@ def sample_from_line(line_no: int, text: str) -> list[tuple[ProgressSample, bool
     return out
 
 
-_HEADER_TOKEN = re.compile(r"^[A-Za-z_][\w/().%-]*$")
+_HEADER_TOKEN = re.compile(r"^(?:[A-Za-z_][\w/().%-]*|#)$")  # `#`: the column of row numbers
 _ROW_TOKEN = re.compile(
     r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$|^\d+:\d{2}(?::\d{2})?(?:\.\d+)?$", re.I
 )
@@ -245,6 +245,8 @@ class TableReader:
 def _column_role(key: str) -> tuple[str, int] | None:
     """A column's role: as a key, and a count column that changes row by row (`NumIters`,
     `total_steps`) is the table's counter, never a run total."""
+    if key == "#":
+        return "step", 3  # a numbered table's `#` column counts its rows' steps
     hit = field_for_key(key)
     if hit is not None and hit[0] == "total_steps":
         return "step", hit[1] + 2
