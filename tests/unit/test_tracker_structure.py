@@ -684,3 +684,23 @@ def test_a_numbered_table_with_a_rule_under_its_header(tmp_path: Path) -> None:
     r = track(text, tmp_path)
     # two loss terms and no total: the row's counter is `#`, its loss is not stated
     assert (r["step"], r["loss"]) == (500, None)
+
+
+def test_a_record_printed_as_a_block_of_lines(tmp_path: Path) -> None:
+    block = "round {i}\nxent: {c}\nheld-out accuracy: {a}%\n"
+    text = "".join(block.format(i=i, c=round(2 - i / 10, 2), a=50 + i) for i in range(1, 6))
+    r = track(text, tmp_path)
+    # the counter line heads its block: its step, and the loss from the block's next line
+    assert (r["step"], r["loss"]) == (5, 1.5)
+
+
+def test_a_lone_counterless_line_after_the_loop_is_not_its_record(tmp_path: Path) -> None:
+    loop = "".join(f"round {i}\n" for i in range(1, 4))
+    r = track(loop + "xent: 0.25\n", tmp_path)
+    assert (r["step"], r["loss"]) == (None, 0.25)  # no block repeats: the loss line stands alone
+
+
+def test_a_key_written_as_a_sentence() -> None:
+    v = vals("Round 4 fitted with loss: 0.0031. The wall time was 20.5")
+    assert v["loss"] == 0.0031
+    assert parse_line("Round 4 validated with loss: 0.0042").values.get("loss") is None

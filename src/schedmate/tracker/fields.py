@@ -74,6 +74,7 @@ class Lexicon:
     current_words: frozenset[str]
     average_words: frozenset[str]
     counter_modifiers: frozenset[str]
+    function_words: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -99,6 +100,7 @@ def lexicon() -> Lexicon:
         current_words=frozenset(raw["current_words"]),
         average_words=frozenset(raw["average_words"]),
         counter_modifiers=frozenset(raw["counter_modifiers"]),
+        function_words=frozenset(raw["function_words"]),
     )
 
 
@@ -115,7 +117,8 @@ def split_camel(key: str) -> str:
 
 def key_words(key: str) -> list[str]:
     """The words of a key: `train/iters_average_Loss` -> [train, iters, average, loss]."""
-    return [w for w in _WORD_SPLIT.split(key.lower()) if w]
+    drop = lexicon().function_words
+    return [w for w in _WORD_SPLIT.split(key.lower()) if w and w not in drop]
 
 
 @lru_cache(maxsize=8192)

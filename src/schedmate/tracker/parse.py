@@ -77,7 +77,11 @@ _KV = re.compile(
     r"(?P<q>['\"])(?P<qk>[^'\"\n]{1,80})(?P=q)\s*:\s*(?P<qq>['\"]?)"
     + _VALUE.replace("?P<v>", "?P<qv>").replace("?P<u>", "?P<qu>")
     + r"(?P=qq)"
-    r"|(?<![\w./%])(?P<k>" + _KEY + r")\s*(?:=|:|\s)\s*\[?" + _VALUE + r"(?:st|nd|rd|th)?(?![\w.]|[-/]\d)"
+    r"|(?<![\w./%])(?P<k>"
+    + _KEY
+    + r")\s*(?:=|:|\s)\s*\[?"
+    + _VALUE
+    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)"
 )
 _RATE = re.compile(
     r"(?P<v>"
@@ -172,7 +176,7 @@ _NOT_TRAINING_BAR = re.compile(
     re.I,
 )
 EVAL_WORDS = re.compile(
-    r"(?<![\w/])(?:val|valid|validation|validating|eval|evaluating|evaluation|evaluate|test|testing|"
+    r"(?<![\w/])(?:val|valid|validation|validating|validated|eval|evaluating|evaluation|evaluated?|test|testing|"
     r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
     re.I,
 )

@@ -392,6 +392,21 @@ def _continues(head: tuple[ProgressSample, bool], tail: list[tuple[ProgressSampl
     return all(_CONTINUATION.match(s.text) for s, _ in tail)
 
 
+def _repeats(train: Sequence[tuple[ProgressSample, bool]], head: int) -> bool:
+    """The lines after a counter line repeat the block its previous line of the same format
+    had (`epoch 12` / `loss: 0.8`, block after block): one record printed over several lines."""
+    if train[head][1]:
+        return False
+    fmt = _stream(train[head][0])
+    tail = [_stream(s) for s, _ in train[head + 1 :]]
+    for j in range(head - 1, max(head - 200, 0) - 1, -1):
+        s = train[j][0]
+        if s.step is not None and _stream(s) == fmt:
+            block = train[j + 1 : j + 1 + len(tail)]
+            return all(b.step is None for b, _ in block) and [_stream(b) for b, _ in block] == tail
+    return False
+
+
 def _record(
     samples: Sequence[tuple[ProgressSample, bool]],
     train: list[tuple[ProgressSample, bool]],
@@ -420,7 +435,7 @@ def _record(
         while head >= 0 and train[head][0].step is None:
             head -= 1
         tail = train[head + 1 :]
-        if head >= 0 and _continues(train[head], tail):
+        if head >= 0 and (_continues(train[head], tail) or _repeats(train, head)):
             return train[head:], train[head][0]
         if head >= 0 and anchor is not None and len(tail) <= 2 and anchor is not train[head][0]:
             # the counter line is the same moment as a richer bar just before it (+-1 step)
