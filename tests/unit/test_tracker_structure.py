@@ -704,3 +704,15 @@ def test_a_key_written_as_a_sentence() -> None:
     v = vals("Round 4 fitted with loss: 0.0031. The wall time was 20.5")
     assert v["loss"] == 0.0031
     assert parse_line("Round 4 validated with loss: 0.0042").values.get("loss") is None
+
+
+def test_a_key_holding_a_list_is_a_setting() -> None:
+    assert "step" not in vals("    ITERS: [8000, 12000]")
+    assert "step" not in vals("warmup_epochs=[1, 3] mean=[0.5, 0.4]")
+    assert vals("Epoch: [3][120/400] loss: 0.7")["step"] == 120  # a bracketed counter is no list
+
+
+def test_comma_separated_name_value_pairs(tmp_path: Path) -> None:
+    text = "".join(f"updates,{i},nll,{3 - i / 10},top1,0.{i}\n" for i in range(1, 6))
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (5, 2.5)

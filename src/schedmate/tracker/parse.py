@@ -387,6 +387,23 @@ def _flat_kv_rows(c: Candidates, text: str) -> bool:
     return True
 
 
+_NAME_FIELD = re.compile(r"^[^\W\d][\w./\- ]{0,40}$")
+_NUMBER_FIELD = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^nan$", re.I)
+
+
+def _alternating_pairs(body: str) -> str | None:
+    """`iteration,5,train_loss,2.29,acc,0.15`: comma-separated name,value pairs as `name: value`."""
+    cells = [x.strip() for x in body.strip().split(",")]
+    if len(cells) < 4 or len(cells) % 2:
+        return None
+    names, values = cells[::2], cells[1::2]
+    if all(_NAME_FIELD.match(n) for n in names) and all(_NUMBER_FIELD.match(v) for v in values):
+        return ", ".join(f"{n}: {v}" for n, v in zip(names, values, strict=True))
+    return None
+
+
+# a key holding a list of numbers (`MILESTONES: [30, 60]`, `mean=[0.48, 0.45]`): a setting, not a value
+_LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[]*?,[^\]\[]*\]")
 _BORDERS = re.compile(r"[|│]")
 _KEY_CELL = re.compile(r"^[^\W\d][\w./\- ]*$")
 
@@ -404,6 +421,10 @@ def parse_line(text: str) -> Candidates:
     if parse_kv_row(c, text) or _flat_kv_rows(c, text):
         return c
     body = strip_timestamps(text)
+    if "," in body and (pairs := _alternating_pairs(body)) is not None:
+        body = pairs
+    if "[" in body and "," in body:
+        body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
     m = _EPOCH_BRACKET.search(body)
