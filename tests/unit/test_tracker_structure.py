@@ -716,3 +716,14 @@ def test_comma_separated_name_value_pairs(tmp_path: Path) -> None:
     text = "".join(f"updates,{i},nll,{3 - i / 10},top1,0.{i}\n" for i in range(1, 6))
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (5, 2.5)
+
+
+def test_an_in_epoch_counter_moves_on_with_its_epoch_after_an_evaluation(tmp_path: Path) -> None:
+    text = (
+        "ep 1 | it 100/300 | loss 0.50 | 0.3 s/it\n"
+        "ep 1 | it 200/300 | loss 0.40 | 0.3 s/it\n"
+        "Evaluating...\n"
+        "ep 2 | it 100/300 | loss 0.30 | 0.3 s/it\n"
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (100, 0.3)

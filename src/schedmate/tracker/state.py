@@ -49,7 +49,9 @@ class Sections:
 
     def __init__(self) -> None:
         self.in_eval = False
-        self.last_pos: dict[str, float | None] = {}  # training stream -> its latest step (or epoch)
+        # training stream -> its latest (epoch, step): a step counted within the epoch moves on
+        # when the epoch does (`Epoch 31[16/500]` is after `Epoch 30[480/500]`)
+        self.last_pos: dict[str, tuple[float, float] | None] = {}
         self.fresh_seen: dict[str, int] = {}  # new line formats seen in the current section
         self.summary_block = False  # under a `this epoch:` heading
 
@@ -93,7 +95,7 @@ class Sections:
         if s.is_eval:
             return s
         key = _stream(s)
-        pos = s.step if s.step is not None else s.epoch
+        pos = _position(s)
         if self.in_eval:
             last = self.last_pos.get(key)
             fresh = key not in self.last_pos
@@ -111,6 +113,12 @@ class Sections:
         if pos is not None or key not in self.last_pos:
             self.last_pos[key] = pos
         return s
+
+
+def _position(s: ProgressSample) -> tuple[float, float] | None:
+    if s.step is None:
+        return None if s.epoch is None else (s.epoch, 0.0)
+    return (s.epoch if s.epoch is not None else 0.0, float(s.step))
 
 
 @dataclass(slots=True)
