@@ -727,3 +727,20 @@ def test_an_in_epoch_counter_moves_on_with_its_epoch_after_an_evaluation(tmp_pat
     )
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (100, 0.3)
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("[ (12) xent: 0.41, acc_train: 0.88 ]", 12),
+        ("Training 7 | loss 0.25 | top1 0.9", 7),
+        ("train 15: nll=1.25, lr=0.01", 15),
+    ],
+)
+def test_a_round_number_opening_the_line(line: str, step: int) -> None:
+    assert vals(line)["step"] == step
+
+
+def test_a_number_opening_a_line_without_metrics_is_no_counter() -> None:
+    assert "step" not in vals("(3) workers started")
+    assert "step" not in vals("Test 9, loss: 0.5")

@@ -102,6 +102,9 @@ _EPOCH_BRACKET = re.compile(
 _LEADING_COUNTER = re.compile(
     r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|\s+\|\s))"
 )
+# `( 4 ) Loss: ...`, `[ (4) loss: ...`: a parenthesised number opening the line; `Train 79, loss:
+# ...`: a number right after the line's training word
+_LEADING_ROUND = re.compile(r"^[\s\[]*\(\s*(?P<n>\d+)\s*\)|^\s*(?:train|training)\s+(?P<m>\d+)\s*[,:|]", re.I)
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
@@ -487,7 +490,7 @@ def parse_line(text: str) -> Candidates:
         and "epoch" not in c.values
         and ("loss" in c.values or c.n_eval_keys or c.components)
     ):
-        lead = _LEADING_COUNTER.match(body)
+        lead = _LEADING_COUNTER.match(body) or _LEADING_ROUND.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
     if "step" not in c.values and "loss" not in c.values and (pair := _COUNTER_CURRENT_AVG.match(body)):
