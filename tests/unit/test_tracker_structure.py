@@ -744,3 +744,8 @@ def test_a_round_number_opening_the_line(line: str, step: int) -> None:
 def test_a_number_opening_a_line_without_metrics_is_no_counter() -> None:
     assert "step" not in vals("(3) workers started")
     assert "step" not in vals("Test 9, loss: 0.5")
+
+
+def test_the_total_under_a_losses_heading_is_the_loss() -> None:
+    v = vals("it 40/900 | Losses: recon 0.75, kl 0.25, sum 1.0, psnr: 21.5 | lr 0.001")
+    assert (v["step"], v["loss"]) == (40, 1.0)

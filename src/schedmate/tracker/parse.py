@@ -405,6 +405,10 @@ def _alternating_pairs(body: str) -> str | None:
     return None
 
 
+# the terms under a `Losses:` heading are losses: its `total` is the total loss
+_LOSS_GROUP = re.compile(
+    r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
+)
 # a key holding a list of numbers (`MILESTONES: [30, 60]`, `mean=[0.48, 0.45]`): a setting, not a value
 _LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[]*?,[^\]\[]*\]")
 _BORDERS = re.compile(r"[|│]")
@@ -426,6 +430,8 @@ def parse_line(text: str) -> Candidates:
     body = strip_timestamps(text)
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
         body = pairs
+    if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
+        body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
     if "[" in body and "," in body:
         body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
