@@ -749,3 +749,12 @@ def test_a_number_opening_a_line_without_metrics_is_no_counter() -> None:
 def test_the_total_under_a_losses_heading_is_the_loss() -> None:
     v = vals("it 40/900 | Losses: recon 0.75, kl 0.25, sum 1.0, psnr: 21.5 | lr 0.001")
     assert (v["step"], v["loss"]) == (40, 1.0)
+
+
+def test_bare_counter_value_rows_without_a_header(tmp_path: Path) -> None:
+    rows = "".join(f"{i};{1.5 / (i + 1):.5f}\n" for i in range(8))
+    r = track("model ready\n" + rows + "saved\n", tmp_path)
+    assert (r["has_progress"], r["step"], r["loss"]) == (True, 7, 0.1875)
+    rising = "".join(f"{i} {0.5 + i / 100:.3f}\n" for i in range(8))
+    assert track(rising, tmp_path, "b.log")["loss"] is None  # a rising column is no loss
+    assert track("".join(f"{i} 0.5\n" for i in (3, 1, 2, 5, 4)), tmp_path, "c.log")["has_progress"] is False

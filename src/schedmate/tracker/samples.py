@@ -11,7 +11,14 @@ from schedmate.core.types import ProgressSample, Throughput
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key, split_camel
 from schedmate.tracker.parse import Candidates, parse_duration, parse_kv_row, parse_line, split_glued
 
-__all__ = ["sample_from_line", "sample_of", "TableReader", "KeyValueTable", "parse_timestamp"]
+__all__ = [
+    "sample_from_line",
+    "sample_of",
+    "TableReader",
+    "KeyValueTable",
+    "parse_timestamp",
+    "headerless_rows",
+]
 
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?")
 
@@ -270,3 +277,37 @@ def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = Fal
         c.outer_time = (rank, secs)
     else:
         c.generic_time = (rank, secs)
+
+
+_BARE_ROW = re.compile(r"^\s*(?P<n>\d+)[\s,;]+(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+
+
+def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
+    """The rows of a log whose progress is bare `counter value` lines with no header (`36
+    0.0562`), asked for only when no rule found progress: a run of at least five consecutive
+    rows whose whole-number counter rises row by row. The counter is the step; the value is
+    the loss when it falls over the run (a rising or flat column is some other metric)."""
+    run: list[tuple[int, int, float]] = []
+    for i in range(len(lines) - 1, max(len(lines) - 5000, 0) - 1, -1):
+        m = _BARE_ROW.match(lines[i])
+        if m is None:
+            if run:
+                break
+            continue
+        run.append((i, int(m["n"]), float(m["v"])))
+    run.reverse()
+    if len(run) < 5 or any(b[1] <= a[1] for a, b in zip(run, run[1:], strict=False)):
+        return []
+    falls = run[-1][2] < run[0][2]
+    return [
+        (
+            ProgressSample(
+                line_no=first_line_no + i if first_line_no else 0,
+                text=lines[i],
+                step=n,
+                loss=v if falls and math.isfinite(v) else None,
+            ),
+            False,
+        )
+        for i, n, v in run
+    ]

@@ -24,6 +24,7 @@ from schedmate.logio import (
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
 from schedmate.tracker.parse import parse_line
+from schedmate.tracker.samples import headerless_rows
 from schedmate.tracker.state import (
     EventDetector,
     KeyValueTable,
@@ -245,6 +246,8 @@ class MetricTracker:
             # the rules do find progress the LLM is not asked: a small model's guesses about
             # a line must not displace what the rules read (measured: docs/tracker.md)
             samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=True)
+        if not any(not s.is_eval for s, _ in samples):
+            samples = headerless_rows(lines, first_no) or samples  # bare `counter value` rows
 
         det = self._detector()
         events: list[TrackEvent] = []
