@@ -758,3 +758,9 @@ def test_bare_counter_value_rows_without_a_header(tmp_path: Path) -> None:
     rising = "".join(f"{i} {0.5 + i / 100:.3f}\n" for i in range(8))
     assert track(rising, tmp_path, "b.log")["loss"] is None  # a rising column is no loss
     assert track("".join(f"{i} 0.5\n" for i in (3, 1, 2, 5, 4)), tmp_path, "c.log")["has_progress"] is False
+
+
+def test_bare_rows_with_a_prefix_and_other_lines_between(tmp_path: Path) -> None:
+    rows = "".join(f"[w0 {i:02d}:00] {i * 10} {4 - i / 4:.4f}\n  pos 0.6 neg 0.2\n" for i in range(6))
+    r = track(rows + "[w0 06:00] all batches consumed\n", tmp_path)
+    assert (r["step"], r["loss"]) == (50, 2.75)

@@ -279,24 +279,26 @@ def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = Fal
         c.generic_time = (rank, secs)
 
 
-_BARE_ROW = re.compile(r"^\s*(?P<n>\d+)[\s,;]+(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_BARE_ROW = re.compile(
+    r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<n>\d+)[\s,;]+(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+)
 
 
 def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
     """The rows of a log whose progress is bare `counter value` lines with no header (`36
-    0.0562`), asked for only when no rule found progress: a run of at least five consecutive
-    rows whose whole-number counter rises row by row. The counter is the step; the value is
-    the loss when it falls over the run (a rising or flat column is some other metric)."""
+    0.0562`, `[12:01:05] 1016 5.2992`), asked for only when no rule found progress: at least
+    five such rows (other lines may sit between them) whose whole-number counter rises row by
+    row. The counter is the step; the value is the loss when it falls over the rows (a rising
+    or flat column is some other metric)."""
     run: list[tuple[int, int, float]] = []
     for i in range(len(lines) - 1, max(len(lines) - 5000, 0) - 1, -1):
         m = _BARE_ROW.match(lines[i])
-        if m is None:
-            if run:
-                break
-            continue
-        run.append((i, int(m["n"]), float(m["v"])))
+        if m is not None:
+            if run and int(m["n"]) >= run[-1][1]:
+                break  # the counter went back: an earlier run
+            run.append((i, int(m["n"]), float(m["v"])))
     run.reverse()
-    if len(run) < 5 or any(b[1] <= a[1] for a, b in zip(run, run[1:], strict=False)):
+    if len(run) < 5:
         return []
     falls = run[-1][2] < run[0][2]
     return [
