@@ -764,3 +764,13 @@ def test_bare_rows_with_a_prefix_and_other_lines_between(tmp_path: Path) -> None
     rows = "".join(f"[w0 {i:02d}:00] {i * 10} {4 - i / 4:.4f}\n  pos 0.6 neg 0.2\n" for i in range(6))
     r = track(rows + "[w0 06:00] all batches consumed\n", tmp_path)
     assert (r["step"], r["loss"]) == (50, 2.75)
+
+
+def test_a_time_since_start_across_epochs_is_no_step_time(tmp_path: Path) -> None:
+    rows = [
+        f"EPOCH [{e}/50][{i}/3] | time {10.0 * (e * 3 + i) + 7:.3f} | nll 0.5\n"
+        for e in range(3)
+        for i in range(3)
+    ]
+    r = track("".join(rows), tmp_path)
+    assert (r["step"], r["step_time_s"]) == (2, None)

@@ -261,12 +261,22 @@ def _rounds_without_training(
 def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     """A "step time" that grows with the step like time since the start is a cumulative
     elapsed time (`... 21477 sec` each line), not seconds per step."""
-    pts = [(s.step, s.step_time_s) for s, _ in train[-200:] if s.step is not None and s.step_time_s][-4:]
+    pts = [(_global_step(s), s.step_time_s) for s, _ in train[-200:] if s.step is not None and s.step_time_s][
+        -4:
+    ]
     if len(pts) < 4 or any(b[0] <= a[0] or b[1] <= a[1] for a, b in zip(pts, pts[1:], strict=False)):
         return False
     (s0, t0), (s1, t1) = pts[-2], pts[-1]
     rate = (t1 - t0) / (s1 - s0)
     return 0.5 <= rate * s1 / t1 <= 2.0
+
+
+def _global_step(s: ProgressSample) -> float:
+    """Steps since the start: an in-epoch counter `i/n` of epoch `e` is `e * n + i`."""
+    assert s.step is not None
+    if s.epoch is not None and s.total_steps and s.epoch.is_integer():
+        return s.epoch * s.total_steps + s.step
+    return float(s.step)
 
 
 def _run_position(
