@@ -774,3 +774,12 @@ def test_a_time_since_start_across_epochs_is_no_step_time(tmp_path: Path) -> Non
     ]
     r = track("".join(rows), tmp_path)
     assert (r["step"], r["step_time_s"]) == (2, None)
+
+
+def test_an_evaluation_key_without_a_value_is_no_evaluation_context() -> None:
+    c = parse_line("ep 2 | it 30 | train nll 1.25 ; dev: n/a | 12.5 ms/it")
+    assert not c.is_eval and c.values["loss"][1] == 1.25
+
+
+def test_the_optimizer_step_outranks_the_micro_batch_iteration() -> None:
+    assert vals("iter 96 step 12 | loss 0.75")["step"] == 12

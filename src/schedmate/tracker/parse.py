@@ -405,6 +405,7 @@ def _alternating_pairs(body: str) -> str | None:
     return None
 
 
+_NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]*\s*[:=]\s*(?:n/a|na|none|null|--?)(?=[\s,;|]|$)", re.I)
 # the terms under a `Losses:` heading are losses: its `total` is the total loss
 _LOSS_GROUP = re.compile(
     r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
@@ -474,8 +475,8 @@ def parse_line(text: str) -> Candidates:
         body = _POSSESSIVE.sub("_", body)  # `training's rmse: x` is the key `training_rmse`
     rest = _parse_kvs(c, _blank(body, spans))
     c.rest = rest
-    if not c.is_bar and EVAL_WORDS.search(rest):
-        c.is_eval = c.eval_context = True
+    if not c.is_bar and EVAL_WORDS.search(_NOT_AVAILABLE.sub("", rest)):
+        c.is_eval = c.eval_context = True  # (`val: n/a` states no evaluation yet)
     fracs = list(_FRACTION.finditer(rest))
     if fracs:
         step = c.get("step")
