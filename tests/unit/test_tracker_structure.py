@@ -777,7 +777,7 @@ def test_a_time_since_start_across_epochs_is_no_step_time(tmp_path: Path) -> Non
 
 
 def test_an_evaluation_key_without_a_value_is_no_evaluation_context() -> None:
-    c = parse_line("ep 2 | it 30 | train nll 1.25, dev: n/a | 12.5 ms/it")
+    c = parse_line("epoch 2 | it 30 | train nll 1.25, val: n/a | 12.5 ms/it")
     assert not c.is_eval and c.values["loss"][1] == 1.25
 
 
