@@ -783,3 +783,21 @@ def test_an_evaluation_key_without_a_value_is_no_evaluation_context() -> None:
 
 def test_the_optimizer_step_outranks_the_micro_batch_iteration() -> None:
     assert vals("iter 96 step 12 | loss 0.75")["step"] == 12
+
+
+def test_a_pipe_table_without_borders(tmp_path: Path) -> None:
+    text = (
+        "Epoch | Train Loss | Dev Loss | F1\n"
+        "--- | --- | --- | ---\n"
+        "1 | 0.912000 | 0.950000 | 0.61\n"
+        "2 | 0.701500 | 0.802000 | 0.70\n"
+    )
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (2, 0.7015)
+
+
+def test_carriage_returns_pasted_as_caret_m(tmp_path: Path) -> None:
+    bar = "^M 10%|#         | {n}/400 [00:{n:02d}<01:00,  2.50it/s]"
+    line = bar.format(n=40) + bar.format(n=41) + "^M{'loss': 0.875, 'epoch': 0.1}\n"
+    r = track(line, tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (41, 0.875, 0.4)

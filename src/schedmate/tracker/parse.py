@@ -209,9 +209,12 @@ _CLOCK = re.compile(r"\d:\d\d:\d\d \d{4}")
 
 
 def split_glued(text: str) -> list[str]:
-    """Split a record glued after a tqdm bar (`...3.33s/it][2021-11-26 03:07:16] ...`)."""
+    """Split a record glued after a tqdm bar (`...3.33s/it][2021-11-26 03:07:16] ...`) and the
+    bar states of a line whose carriage returns were pasted as `^M`."""
     if len(text) < 30:
         return [text]
+    if "^M" in text:  # a paste that shows carriage returns as `^M` (`cat -v`): one state each
+        return [p for part in text.split("^M") for p in split_glued(part) if p.strip()] or [text]
     parts = _GLUE.split(text)
     return [p for p in parts if p.strip()] or [text]
 

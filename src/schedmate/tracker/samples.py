@@ -138,11 +138,13 @@ _CELL_NAME = re.compile(r"^[^\W\d][\w/().%\- ]{0,40}$")
 
 
 def _cells(text: str) -> tuple[str, list[str]] | None:
-    """A delimited table line's cells: `| a | b |` (pipes or box-drawing), `a,b,c`, `a;b;c`;
+    """A delimited table line's cells: `| a | b |` (pipes or box-drawing), `a | b | c`, `a,b,c`, `a;b;c`;
     None for a whitespace-aligned line."""
     t = text.strip()
     if t[:1] in "|│┃" and t[-1:] in "|│┃" and len(t) > 2:
         return "|", [c.strip() for c in _BORDER.split(t[1:-1])]
+    if t.count(" | ") >= 2 and "||" not in t:  # `Step | Training Loss | ...`: a table without borders
+        return "|", [c.strip() for c in t.split("|")]
     if "\t" in t and t.count("\t") >= 2:
         return "\t", [c.strip() for c in t.split("\t")]
     for d in (",", ";"):
