@@ -801,3 +801,15 @@ def test_carriage_returns_pasted_as_caret_m(tmp_path: Path) -> None:
     line = bar.format(n=40) + bar.format(n=41) + "^M{'loss': 0.875, 'epoch': 0.1}\n"
     r = track(line, tmp_path)
     assert (r["step"], r["loss"], r["step_time_s"]) == (41, 0.875, 0.4)
+
+
+def test_a_loop_announced_but_never_reported_is_no_progress(tmp_path: Path) -> None:
+    text = "loading shards\n--- starting round 1 ---\nTraceback (most recent call last):\nValueError: bad shape\n"
+    assert track(text, tmp_path)["has_progress"] is False
+    text = "--- starting round 1 ---\n--- starting round 2 ---\n"
+    assert track(text, tmp_path, "b.log")["step"] == 2  # it moved: the first round ended
+
+
+def test_units_done_so_far() -> None:
+    assert vals("Completed 12 epochs")["step"] == 12
+    assert vals("finished 3000 iterations, loss 0.5")["step"] == 3000

@@ -409,6 +409,10 @@ def _alternating_pairs(body: str) -> str | None:
 
 
 _NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]*\s*[:=]\s*(?:n/a|na|none|null|--?)(?=[\s,;|]|$)", re.I)
+_UNITS_DONE = re.compile(
+    r"\b(?:finish(?:ed)?|completed?|done)\s+(?P<n>\d+)\s+(?P<u>epochs?|steps?|iterations?|iters?|updates?)\b",
+    re.I,
+)
 # the terms under a `Losses:` heading are losses: its `total` is the total loss
 _LOSS_GROUP = re.compile(
     r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
@@ -503,6 +507,12 @@ def parse_line(text: str) -> Candidates:
         lead = _LEADING_COUNTER.match(body) or _LEADING_ROUND.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
+    if "step" not in c.values and "epoch" not in c.values and (done := _UNITS_DONE.search(body)) is not None:
+        n = float(done["n"])  # `Finished 3 epochs`, `completed 500 steps`: units done so far
+        role = "epoch" if done["u"].lower().startswith("epoch") else "step"
+        c.put(role, 6, n)
+        c.first_role = c.first_role or role
+        c.n_metrics += 1
     if "step" not in c.values and "loss" not in c.values and (pair := _COUNTER_CURRENT_AVG.match(body)):
         # `50: 595.3, 600.6 avg, ...`: a counter, then a value and its running average (the
         # `current (average)` pair written as `current, average avg`): the current loss

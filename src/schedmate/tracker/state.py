@@ -151,7 +151,7 @@ def summarize(
     train = _drop_trailing_summaries(train)
     train = _drop_trailing_timings(train)
     train = _drop_headers_after_a_bar(train)
-    if not train:
+    if not train or _never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
     anchor, skipped = _choose_anchor(train)
@@ -269,6 +269,17 @@ def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     (s0, t0), (s1, t1) = pts[-2], pts[-1]
     rate = (t1 - t0) / (s1 - s0)
     return 0.5 <= rate * s1 / t1 <= 2.0
+
+
+def _never_moved(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
+    """Only counter lines that never moved and state nothing else (`Epoch 1 started!`, a
+    launcher's `Running step 1`, then a crash): the loop was announced, no step was reported."""
+    if any(bar or s.has_metrics_besides_counters() or _REPORTED.search(s.text) for s, bar in train):
+        return False  # a bar, a metric, a table row or a unit done (`Finish 1 epoch`) reports a step
+    return len({s.step for s, _ in train}) == 1 and len({s.epoch for s, _ in train}) <= 1
+
+
+_REPORTED = re.compile(r"^\s*[|│]|\b(?:finish(?:ed)?|completed?|done|ended)\b", re.I)
 
 
 def _global_step(s: ProgressSample) -> float:
