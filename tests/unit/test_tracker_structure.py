@@ -813,3 +813,15 @@ def test_a_loop_announced_but_never_reported_is_no_progress(tmp_path: Path) -> N
 def test_units_done_so_far() -> None:
     assert vals("Completed 12 epochs")["step"] == 12
     assert vals("finished 3000 iterations, loss 0.5")["step"] == 3000
+
+
+def test_cost_is_a_loss_unless_it_is_a_time() -> None:
+    assert vals("Iter 400, cost = 0.25")["loss"] == 0.25
+    v = vals("round: 3, mb: 0, AUC: 0.9, avg_loader_cost: 0.0004 sec, avg_step_cost: 0.0021 sec")
+    assert "loss" not in v
+
+
+def test_an_evaluation_label_after_the_training_values() -> None:
+    c = parse_line("W1203 10:00:00.1 99 Trainer.cc:42]  Pass=3 Batch=200 CurCost=4.125 Test: top1_err=0.31")
+    assert not c.is_eval and c.values["loss"][1] == 4.125
+    assert parse_line("Test: [ 3/50] xent: 4.5 top1: 0.2").is_eval  # a label before them: evaluation

@@ -482,8 +482,12 @@ def parse_line(text: str) -> Candidates:
         body = _POSSESSIVE.sub("_", body)  # `training's rmse: x` is the key `training_rmse`
     rest = _parse_kvs(c, _blank(body, spans))
     c.rest = rest
-    if not c.is_bar and EVAL_WORDS.search(_NOT_AVAILABLE.sub("", rest)):
-        c.is_eval = c.eval_context = True  # (`val: n/a` states no evaluation yet)
+    if not c.is_bar and (ev := EVAL_WORDS.search(_NOT_AVAILABLE.sub("", rest))) is not None:
+        # `... loss=2.3 Eval: acc=0.9`: a label after the training values opens the line's
+        # evaluation part, not an evaluation line (`val: n/a` states no evaluation yet)
+        trailing = "loss" in c.values and rest[ev.end() : ev.end() + 2].lstrip().startswith(":")
+        if not (trailing and any(ch.isdigit() for ch in body[: ev.start()])):
+            c.is_eval = c.eval_context = True
     fracs = list(_FRACTION.finditer(rest))
     if fracs:
         step = c.get("step")

@@ -87,6 +87,9 @@ def parse_duration(text: str) -> float | None:
     return None
 
 
+_TIME_UNITS = frozenset({"s", "sec", "secs", "seconds", "ms", "us", "µs", "min", "h"})
+
+
 def to_float(text: str) -> float | None:
     try:
         return float(text.replace(",", ""))
@@ -239,6 +242,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
                 return True
         return False
     name, rank = hit
+    if name in ("loss", "loss_component") and unit.strip() in _TIME_UNITS:
+        return False  # `avg_step_cost: 0.0021 sec`: a duration is never a loss
     if c.first_role is None:
         c.first_role = name
     sval = raw_val.strip()
