@@ -825,3 +825,8 @@ def test_an_evaluation_label_after_the_training_values() -> None:
     c = parse_line("W1203 10:00:00.1 99 Trainer.cc:42]  Pass=3 Batch=200 CurCost=4.125 Test: top1_err=0.31")
     assert not c.is_eval and c.values["loss"][1] == 4.125
     assert parse_line("Test: [ 3/50] xent: 4.5 top1: 0.2").is_eval  # a label before them: evaluation
+
+
+def test_a_bracketed_n_of_m_counter() -> None:
+    v = vals("Done Round[7 of 40]: [train] nll = 3.25 * 64, acc = 12.5% * 64")
+    assert (v["step"], v["loss"]) == (7, 3.25)

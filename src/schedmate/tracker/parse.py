@@ -417,6 +417,7 @@ _UNITS_DONE = re.compile(
 _LOSS_GROUP = re.compile(
     r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
 )
+_BRACKET_OF = re.compile(r"([^\W\d])\[\s*(\d+)\s+of\s+(\d+)\s*\]")
 # a key holding a list of numbers (`MILESTONES: [30, 60]`, `mean=[0.48, 0.45]`): a setting, not a value
 _LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[]*?,[^\]\[]*\]")
 _BORDERS = re.compile(r"[|│]")
@@ -440,6 +441,8 @@ def parse_line(text: str) -> Candidates:
         body = pairs
     if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
         body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
+    if " of " in body and "[" in body:
+        body = _BRACKET_OF.sub(r"\1 \2 of \3 ", body)  # `Epoch[17 of 30]` is `Epoch 17 of 30`
     if "[" in body and "," in body:
         body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
