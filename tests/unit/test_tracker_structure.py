@@ -830,3 +830,18 @@ def test_an_evaluation_label_after_the_training_values() -> None:
 def test_a_bracketed_n_of_m_counter() -> None:
     v = vals("Done Round[7 of 40]: [train] nll = 3.25 * 64, acc = 12.5% * 64")
     assert (v["step"], v["loss"]) == (7, 3.25)
+
+
+def test_a_kind_named_loss_beside_a_regulariser_is_the_loss() -> None:
+    line = " it 9/500 | ce loss: 2.125 | aux_balance_loss: 0.0100 | grad norm: 0.3 |"
+    assert vals(line)["loss"] == 2.125
+    assert "loss" not in vals(" it 9/500 | ce loss: 2.125 | kl loss: 0.5 |")  # two co-equal terms
+
+
+def test_an_all_reduced_loss_outranks_a_bar_display_loss() -> None:
+    line = "Epoch 1:  3%|3         | 30/1000 [00:30<16:10,  1.00it/s, loss=2.5, reduced_train_loss=2.468]"
+    assert vals(line)["loss"] == 2.468
+
+
+def test_a_bar_at_thousands_of_items_per_second_is_other_work() -> None:
+    assert parse_line("reading sizes: 100%|##########| 900/900 [00:00<00:00, 6500.00it/s]").is_eval

@@ -75,6 +75,7 @@ class Lexicon:
     average_words: frozenset[str]
     counter_modifiers: frozenset[str]
     function_words: frozenset[str]
+    auxiliary_loss_words: frozenset[str]
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +102,7 @@ def lexicon() -> Lexicon:
         average_words=frozenset(raw["average_words"]),
         counter_modifiers=frozenset(raw["counter_modifiers"]),
         function_words=frozenset(raw["function_words"]),
+        auxiliary_loss_words=frozenset(raw["auxiliary_loss_words"]),
     )
 
 

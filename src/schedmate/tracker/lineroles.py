@@ -70,7 +70,7 @@ def finish_line(c: Candidates, body: str) -> None:
     only_eval = (c.n_eval_keys and not c.n_other_keys) or rec_eval
     if only_eval and "loss" not in v and "step_time" not in v:
         c.is_eval = True  # only evaluation metrics besides the counter: `s:90 eval:0.3`
-    if c.kind_loss is not None and c.components and v.get("loss") == c.kind_loss:
+    if c.kind_loss is not None and len(c.components) > c.aux_components and v.get("loss") == c.kind_loss:
         del v["loss"]  # `lm loss` beside `sop loss`: two terms of a total the line does not print
         c.components.append(c.kind_loss[1])
     many = c.n_metrics + c.n_other_keys >= 3

@@ -50,6 +50,7 @@ class Candidates:
     summary_keys: int = 0  # end-of-run report keys (`train_runtime`...)
     epoch_whole: bool = False  # the epoch written as a whole number in a record (`"epoch": 157`)
     kind_loss: tuple[int, float] | None = None  # a loss named by its kind (`lm loss`)
+    aux_components: int = 0  # regulariser terms beside the loss (`load_balancing_loss`, `aux_loss`)
     bare_count: bool = False  # a bar with neither total, description nor postfix
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
@@ -301,6 +302,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
             c.put("step_time", rank + 1, 1.0 / val)
     elif name == "loss_component":
         c.components.append(val)
+        if any(w in lexicon().auxiliary_loss_words for w in key_words(key)):
+            c.aux_components += 1
     elif name == "loss" and key in lexicon().kind_losses:
         c.kind_loss = (rank, val)
         c.put(name, rank, val)
