@@ -845,3 +845,9 @@ def test_an_all_reduced_loss_outranks_a_bar_display_loss() -> None:
 
 def test_a_bar_at_thousands_of_items_per_second_is_other_work() -> None:
     assert parse_line("reading sizes: 100%|##########| 900/900 [00:00<00:00, 6500.00it/s]").is_eval
+
+
+def test_an_epoch_header_after_a_finished_verbose_epoch_line(tmp_path: Path) -> None:
+    text = "Epoch 4/50\n120/120 - 6s - loss: 0.3125 - acc: 0.91\nSearch trial 7 done\nEpoch 1/50\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (120, 0.3125)

@@ -361,7 +361,7 @@ def _drop_trailing_summaries(
     return train[:end]
 
 
-_PROGBAR = re.compile(r"\d+/\d+ \[[=>.]+\]")
+_PROGBAR = re.compile(r"\d+/\d+ \[[=>.]+\]|^\s*(\d+)/\1 - \d")  # a Keras bar, also its verbose=2 final line
 
 
 def _drop_trailing(
