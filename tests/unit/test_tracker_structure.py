@@ -851,3 +851,13 @@ def test_an_epoch_header_after_a_finished_verbose_epoch_line(tmp_path: Path) -> 
     text = "Epoch 4/50\n120/120 - 6s - loss: 0.3125 - acc: 0.91\nSearch trial 7 done\nEpoch 1/50\n"
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (120, 0.3125)
+
+
+def test_an_evaluation_loop_named_on_its_counter(tmp_path: Path) -> None:
+    text = (
+        "ep:[ 3/9 ] train iter:40  xent: 0.40 lr: 0.01 batch_cost: 1.5 sec\n"
+        "End ep:3  train xent_avg: 0.45 batch_cost_sum: 60.0 sec\n"
+        "ep:[ 3/9 ] test iter:0  xent: 2.50 batch_cost: 3.0 sec\n"
+    )
+    r = track(text.replace("ep:", "epoch:"), tmp_path)
+    assert (r["step"], r["loss"], r["step_time_s"]) == (40, 0.4, 1.5)

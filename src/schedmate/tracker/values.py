@@ -224,8 +224,11 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     if hit is None:
         if is_eval_key(key):
             c.n_eval_keys += 1
-            if any(w in lexicon().loss_heads for w in key_words(key)):
+            words = key_words(key)
+            if any(w in lexicon().loss_heads for w in words):
                 c.eval_metric = True
+            if any(w in lexicon().step_nouns for w in words):
+                c.is_eval = c.eval_context = True  # `val step:0`: the counter of an evaluation loop
             return False
         c.n_other_keys += 1
         words = key_words(key)
