@@ -861,3 +861,12 @@ def test_an_evaluation_loop_named_on_its_counter(tmp_path: Path) -> None:
     )
     r = track(text.replace("ep:", "epoch:"), tmp_path)
     assert (r["step"], r["loss"], r["step_time_s"]) == (40, 0.4, 1.5)
+
+
+def test_bare_rows_named_by_their_kind(tmp_path: Path) -> None:
+    rows = "".join(
+        f"{i} trn {5 - i / 10:.4f}\n" + (f"{i} dev {6 - i / 20:.4f}\n" if i % 3 == 0 else "")
+        for i in range(9)
+    )
+    r = track(rows, tmp_path)
+    assert (r["step"], r["loss"]) == (8, 4.2)

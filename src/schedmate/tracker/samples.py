@@ -282,19 +282,23 @@ def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = Fal
 
 
 _BARE_ROW = re.compile(
-    r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<n>\d+)[\s,;]+(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+    r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<n>\d+)[\s,;]+(?:(?P<w>[^\W\d]\w{0,15})[\s,;]+)?"
+    r"(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
 )
 
 
 def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
     """The rows of a log whose progress is bare `counter value` lines with no header (`36
-    0.0562`, `[12:01:05] 1016 5.2992`), asked for only when no rule found progress: at least
+    0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32` beside `94 val 7.5`), asked for only
+    when no rule found progress: at least
     five such rows (other lines may sit between them) whose whole-number counter rises row by
     row. The counter is the step; the value is the loss when it falls over the rows (a rising
     or flat column is some other metric)."""
     run: list[tuple[int, int, float]] = []
     for i in range(len(lines) - 1, max(len(lines) - 5000, 0) - 1, -1):
         m = _BARE_ROW.match(lines[i])
+        if m is not None and m["w"] and m["w"].lower() not in lexicon().training_set_words:
+            continue  # `0 val 10.93`: a row of another kind between the training rows
         if m is not None:
             if run and int(m["n"]) >= run[-1][1]:
                 break  # the counter went back: an earlier run
