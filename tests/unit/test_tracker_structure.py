@@ -870,3 +870,9 @@ def test_bare_rows_named_by_their_kind(tmp_path: Path) -> None:
     )
     r = track(rows, tmp_path)
     assert (r["step"], r["loss"]) == (8, 4.2)
+
+
+def test_records_glued_after_a_lost_carriage_return(tmp_path: Path) -> None:
+    line = "".join(f"Episode {g}  Frame {g * 37}  AvgReturn: {g / 10:.2f}" for g in range(301, 305)) + "\n"
+    r = track(line, tmp_path)
+    assert (r["step"], r["last_progress_line"]) == (304 * 37, "Episode 304  Frame 11248  AvgReturn: 30.40")

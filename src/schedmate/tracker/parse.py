@@ -208,6 +208,9 @@ def strip_timestamps(text: str) -> str:
 _CLOCK = re.compile(r"\d:\d\d:\d\d \d{4}")
 
 
+_LEAD_KEY = re.compile(r"^\s*([^\W\d_]{3,})[\s:=]+\d")
+
+
 def split_glued(text: str) -> list[str]:
     """Split a record glued after a tqdm bar (`...3.33s/it][2021-11-26 03:07:16] ...`) and the
     bar states of a line whose carriage returns were pasted as `^M`."""
@@ -216,6 +219,9 @@ def split_glued(text: str) -> list[str]:
     if "^M" in text:  # a paste that shows carriage returns as `^M` (`cat -v`): one state each
         return [p for part in text.split("^M") for p in split_glued(part) if p.strip()] or [text]
     parts = _GLUE.split(text)
+    if len(parts) == 1 and (lead := _LEAD_KEY.match(text)) is not None and text.count(lead[1]) > 1:
+        # `Episode 7 Score: 2.1Episode 8 Score: 2.5`: records written with `\r` that lost it
+        parts = re.split(r"(?<=[^\s\W])(?=" + re.escape(lead[1]) + r"\b)", text)
     return [p for p in parts if p.strip()] or [text]
 
 
