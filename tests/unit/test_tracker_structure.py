@@ -876,3 +876,8 @@ def test_records_glued_after_a_lost_carriage_return(tmp_path: Path) -> None:
     line = "".join(f"Episode {g}  Frame {g * 37}  AvgReturn: {g / 10:.2f}" for g in range(301, 305)) + "\n"
     r = track(line, tmp_path)
     assert (r["step"], r["last_progress_line"]) == (304 * 37, "Episode 304  Frame 11248  AvgReturn: 30.40")
+
+
+def test_bracketed_keys_in_pipe_cells() -> None:
+    v = vals("12:00:01 | rank0 | ep 3 it[ 9/ 20] | [NLL] 2.25 | [gstep]  960 | [lr] 0.01 |")
+    assert v["loss"] == 2.25

@@ -144,6 +144,8 @@ def _prose_metric(c: Candidates, m: re.Match[str]) -> str:
 
 
 _BRACKET_KEY = re.compile(r"\[([^\W\d][\w ]{0,30})\]\s?(?=:)")
+# a bracketed key opening a `|` cell, its value after spaces
+_BRACKET_KEY_CELL = re.compile(r"(?<=\|)\s*\[([^\W\d][\w ]{0,30})\]\s+(?=[-+]?\.?\d|nan\b|inf\b)", re.I)
 _PROSE_HINT = re.compile(r" (?:at|after|in)\s+[^\W\d]+\s*#?\d")
 _DASH_HINT = re.compile(r"[A-Za-z]-\d")
 _IS_VALUE = re.compile(r"(?<=[^\W\d]) (?:is|was) (?=[-+]?\.?\d)")
@@ -466,6 +468,8 @@ def parse_line(text: str) -> Candidates:
         body = _PROSE_METRIC.sub(lambda m: _prose_metric(c, m), body)
     if "]:" in body or "] :" in body:
         body = _BRACKET_KEY.sub(r" \1", body)  # `[epoch]: 199, [loss]: 4.85`: keys in brackets
+    if "] " in body and "|" in body:
+        body = _BRACKET_KEY_CELL.sub(r" \1: ", body)  # `| [step]  1634 | [Loss] nan |`
     if " is " in body or " was " in body:
         body = _IS_VALUE.sub(": ", body)  # `loss is 1.34`: a value stated in a sentence
     if "-" in body and _DASH_HINT.search(body):
