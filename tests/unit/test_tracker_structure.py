@@ -881,3 +881,17 @@ def test_records_glued_after_a_lost_carriage_return(tmp_path: Path) -> None:
 def test_bracketed_keys_in_pipe_cells() -> None:
     v = vals("12:00:01 | rank0 | ep 3 it[ 9/ 20] | [NLL] 2.25 | [gstep]  960 | [lr] 0.01 |")
     assert v["loss"] == 2.25
+
+
+def test_an_epoch_and_step_pair_written_as_a_fraction(tmp_path: Path) -> None:
+    rows = [
+        f"Training Batch 7/{s} nll {2 - s / 100000:.4f} gpu {r}\n"
+        for s in (51000, 51100, 51200)
+        for r in (1, 0)
+    ]
+    r = track("".join(rows), tmp_path)
+    assert (r["step"], r["total_steps"]) == (51200, None)  # the right side grows: it is the step
+
+
+def test_a_log_level_word_does_not_hide_a_counter_key() -> None:
+    assert vals("DEBUG TRAIN Batch 12 loss 0.5 lr 0.01")["step"] == 12

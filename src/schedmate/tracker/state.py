@@ -148,6 +148,7 @@ def summarize(
     """
     samples = _rounds_without_training(_after_run_end(samples))
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
+    train = _epoch_step_pairs(train)
     train = _drop_trailing_summaries(train)
     train = _drop_trailing_timings(train)
     train = _drop_headers_after_a_bar(train)
@@ -269,6 +270,30 @@ def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     (s0, t0), (s1, t1) = pts[-2], pts[-1]
     rate = (t1 - t0) / (s1 - s0)
     return 0.5 <= rate * s1 / t1 <= 2.0
+
+
+def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """`Batch 4/203700`, `Batch 4/203800`, ...: a fraction whose left side stays while its right
+    side grows is (epoch, step), not step of total (a total does not grow line by line)."""
+    by_stream: dict[str, list[ProgressSample]] = {}
+    for s, bar in train[-400:]:
+        if not bar and s.step is not None and s.total_steps:
+            by_stream.setdefault(_stream(s), []).append(s)
+    pairs = set()
+    for key, seen in by_stream.items():
+        last = seen[-8:]
+        if len(last) >= 3 and len({s.step for s in last}) == 1:
+            totals = [s.total_steps or 0 for s in last]  # several ranks may print each step
+            if all(b >= a for a, b in zip(totals, totals[1:], strict=False)) and len(set(totals)) >= 2:
+                pairs.add(key)
+    if not pairs:
+        return train
+    return [
+        (replace(s, epoch=float(s.step), step=s.total_steps, total_steps=None), bar)
+        if not bar and s.step is not None and s.total_steps and _stream(s) in pairs
+        else (s, bar)
+        for s, bar in train
+    ]
 
 
 def _never_moved(train: Sequence[tuple[ProgressSample, bool]]) -> bool:

@@ -202,14 +202,15 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
                 return key, None
             if hit[0] == "step" and set(head.split()) & _TOTAL_WORDS:
                 return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
+            prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]  # without log levels
             if (
                 suffix in _GENERIC
+                and prose
                 and not _LOG_PREFIX.fullmatch(head)
                 and not head.endswith((".", ",", ";"))  # `Epoch 0 ended. Steps: 24`: a new sentence
-                and not set(head.split()) <= lexicon().train_words  # `train batch 30` is a counter
+                and not set(prose) <= lexicon().train_words  # `DEBUG TRAIN Batch 30` is a counter
             ):
                 return key, None
-            prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]
             if len(prose) >= 3 or set(prose) & _PREPOSITIONS:
                 c.prose = True  # `Checkpoint saved after step`: a sentence about a counter
             return suffix, hit
