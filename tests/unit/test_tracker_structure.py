@@ -895,3 +895,19 @@ def test_an_epoch_and_step_pair_written_as_a_fraction(tmp_path: Path) -> None:
 
 def test_a_log_level_word_does_not_hide_a_counter_key() -> None:
     assert vals("DEBUG TRAIN Batch 12 loss 0.5 lr 0.01")["step"] == 12
+
+
+def test_a_fractional_total_is_the_summed_loss() -> None:
+    v = vals("12:00:01 | ep=1 it=40 lr=0.01 total=1.625 rec=1.25 reg=0.375")
+    assert (v["step"], v["loss"]) == (40, 1.625)
+    assert vals("it 40 | total 900 | nll 0.5")["total_steps"] == 900  # a whole total is a count
+
+
+def test_a_fraction_with_padding_and_its_noun() -> None:
+    v = vals("| ep   2 |    40/  300 batches | nll 3.5 |")
+    assert (v["step"], v["total_steps"]) == (40, 300)
+
+
+def test_a_single_table_row_is_a_report_not_an_announcement(tmp_path: Path) -> None:
+    text = "Scores:\n\tRound     Fit       Holdout\n\t1         0.412     0.377    \n"
+    assert track(text, tmp_path)["step"] == 1

@@ -92,7 +92,7 @@ _RATE = re.compile(
 )
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
-_FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s?(?P<d>\d+)(?![\w./%]|:\d)")  # `40336/50000: ...`
+_FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s{0,4}(?P<d>\d+)(?![\w./%]|:\d)")  # `40336/50000: ...`
 _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
     re.I,

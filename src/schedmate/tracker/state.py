@@ -299,11 +299,20 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
 def _never_moved(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     """Only counter lines that never moved and state nothing else (`Epoch 1 started!`, a
     launcher's `Running step 1`, then a crash): the loop was announced, no step was reported."""
-    if any(bar or s.has_metrics_besides_counters() or _REPORTED.search(s.text) for s, bar in train):
-        return False  # a bar, a metric, a table row or a unit done (`Finish 1 epoch`) reports a step
+    if any(
+        bar or s.has_metrics_besides_counters() or _REPORTED.search(s.text) or _numbers(s.text) > 2
+        for s, bar in train
+    ):
+        return False  # a bar, a metric, a table row, a unit done (`Finish 1 epoch`), other values: a report
     return len({s.step for s, _ in train}) == 1 and len({s.epoch for s, _ in train}) <= 1
 
 
+def _numbers(text: str) -> int:
+    return len(_NUMBER.findall(_CLOCK.sub(" ", strip_timestamps(text))))
+
+
+_CLOCK = re.compile(r"\d+:\d\d(?::\d\d)?(?:[.,\-]\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 _REPORTED = re.compile(r"^\s*[|│]|\b(?:finish(?:ed)?|completed?|done|ended)\b", re.I)
 
 

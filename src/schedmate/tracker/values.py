@@ -312,7 +312,9 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         c.kind_loss = (rank, val)
         c.put(name, rank, val)
     elif name == "total_if_step":
-        if "step" in c.values or "epoch" in c.values:
+        if key == "total" and not val.is_integer() and not unit:
+            c.put("loss", 8, val)  # `total=2.147 det=1.91 kd=0.46`: a fractional total is the summed loss
+        elif "step" in c.values or "epoch" in c.values:
             c.put("total_steps" if "step" in c.values else "total_epochs", rank, val)
     elif name == "total_epochs":
         if c.total_epochs is None:
