@@ -911,3 +911,7 @@ def test_a_fraction_with_padding_and_its_noun() -> None:
 def test_a_single_table_row_is_a_report_not_an_announcement(tmp_path: Path) -> None:
     text = "Scores:\n\tRound     Fit       Holdout\n\t1         0.412     0.377    \n"
     assert track(text, tmp_path)["step"] == 1
+
+
+def test_a_time_cost_is_not_a_loss() -> None:
+    assert "loss" not in vals("Round[4] Time cost=98.5")
