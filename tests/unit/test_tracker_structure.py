@@ -915,3 +915,9 @@ def test_a_single_table_row_is_a_report_not_an_announcement(tmp_path: Path) -> N
 
 def test_a_time_cost_is_not_a_loss() -> None:
     assert "loss" not in vals("Round[4] Time cost=98.5")
+
+
+def test_a_note_after_a_table_rows_last_cell(tmp_path: Path) -> None:
+    text = " Epoch | DevAcc | Train Loss\n  1 | 51.0% |  0.9000\n  2 | 55.0% |  0.7500  <- saved\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (2, 0.75)

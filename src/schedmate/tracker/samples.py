@@ -153,6 +153,9 @@ def _cells(text: str) -> tuple[str, list[str]] | None:
     return None
 
 
+_ROW_NOTE = re.compile(r"^(\S+)\s+[^\w\s\d]*\s*[^\W\d][\w ]{0,20}\W*$")
+
+
 class TableReader:
     """Tables printed as a header line followed by numeric rows: whitespace-aligned (TSV
     logs, YOLO tables), pipe-bordered (`| epoch | loss |`) or comma/semicolon-separated."""
@@ -192,6 +195,8 @@ class TableReader:
             if cells is None or cells[0] != self.delim or len(cells[1]) != n:
                 return None
             toks, header = cells[1], self.header
+            if toks and (note := _ROW_NOTE.match(toks[-1])) is not None:
+                toks = [*toks[:-1], note[1]]  # `42.5s  <- best`: a note after the last cell
             # cells of the columns with a role must be numbers; others may be names (a trial
             # table's `name | status | host` beside its `iter | loss`)
             roles = [field_for_key(k) is not None for k in header]
