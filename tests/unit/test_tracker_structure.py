@@ -921,3 +921,9 @@ def test_a_note_after_a_table_rows_last_cell(tmp_path: Path) -> None:
     text = " Epoch | DevAcc | Train Loss\n  1 | 51.0% |  0.9000\n  2 | 55.0% |  0.7500  <- saved\n"
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (2, 0.75)
+
+
+def test_values_written_before_their_names() -> None:
+    v = vals("Round 12 | 10:05 : 1.375 NLL Loss, 71.25% Top1")
+    assert (v["step"], v["loss"]) == (12, 1.375)
+    assert "loss" not in vals("Round 12, 3 workers, 2 shards")  # no loss among them: left alone

@@ -421,6 +421,21 @@ _UNITS_DONE = re.compile(
     r"\b(?:finish(?:ed)?|completed?|done)\s+(?P<n>\d+)\s+(?P<u>epochs?|steps?|iterations?|iters?|updates?)\b",
     re.I,
 )
+_VALUE_FIRST = re.compile(
+    r"(?<=[,:|;])(?P<sp>\s*)(?P<v>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?P<u>%|\s?(?:ms|s|sec)\b)?"
+    r"\s+(?P<k>[^\W\d][\w.]*(?: [^\W\d][\w.]*){0,2})\s*(?=[,|;]|$)"
+)
+
+
+def _value_first(body: str) -> str | None:
+    """`Epoch 46 : 0.9484 C.E. Loss, 98.49% Accuracy`: values written before their names, as
+    `name: value` (at least two such fields, one of them a loss)."""
+    found = list(_VALUE_FIRST.finditer(body))
+    if len(found) < 2 or not any("loss" in m["k"].lower() for m in found):
+        return None
+    return _VALUE_FIRST.sub(lambda m: f"{m['sp']}{m['k']}: {m['v']}{(m['u'] or '').strip()}", body)
+
+
 # the terms under a `Losses:` heading are losses: its `total` is the total loss
 _LOSS_GROUP = re.compile(
     r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
@@ -451,6 +466,8 @@ def parse_line(text: str) -> Candidates:
         body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
     if " of " in body and "[" in body:
         body = _BRACKET_OF.sub(r"\1 \2 of \3 ", body)  # `Epoch[17 of 30]` is `Epoch 17 of 30`
+    if "," in body and not _COUNTER_CURRENT_AVG.match(body) and (flipped := _value_first(body)) is not None:
+        body = flipped
     if "[" in body and "," in body:
         body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
