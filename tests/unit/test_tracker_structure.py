@@ -927,3 +927,13 @@ def test_values_written_before_their_names() -> None:
     v = vals("Round 12 | 10:05 : 1.375 NLL Loss, 71.25% Top1")
     assert (v["step"], v["loss"]) == (12, 1.375)
     assert "loss" not in vals("Round 12, 3 workers, 2 shards")  # no loss among them: left alone
+
+
+def test_seconds_per_batch_abbreviated() -> None:
+    assert vals("Iters : 5120, G Loss : 3.5, s/b : 0.875")["step_time"] == 0.875
+
+
+def test_a_commented_table_header(tmp_path: Path) -> None:
+    text = "#  iter    mae_dev    mae_train    lr\n     10    0.90    0.80    1e-3\n     20    0.70    0.60    1e-3\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"]) == (20, 0.6)  # the training-set error after its metric name

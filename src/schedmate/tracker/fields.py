@@ -229,7 +229,8 @@ _RATE_KEY = re.compile(
 
 
 def _set_metric_role(words: list[str]) -> tuple[str, int] | None:
-    """An error metric on the training set (`train-rmse`, `training's l2`) is the training loss."""
+    """An error metric on the training set (`train-rmse`, `training's l2`, `rmse_trn`) is the
+    training loss."""
     lex = lexicon()
     neutral = lex.training_set_words | lex.loss_heads | lex.total_loss_modifiers
     for i in range(1, len(words)):  # the metric may be several words: `binary_logloss`
@@ -237,6 +238,12 @@ def _set_metric_role(words: list[str]) -> tuple[str, int] | None:
         if metric in lex.error_metrics:
             if any(w in lex.training_set_words for w in named) and all(w in neutral for w in named):
                 return "loss", 5
+            return None
+    for i in range(len(words) - 1, 0, -1):  # the set after the metric: `rmse_trn`, `l2_train`
+        metric, named = "_".join(words[:i]), words[i:]
+        if metric in lex.error_metrics:
+            if any(w in lex.training_set_words for w in named) and all(w in neutral for w in named):
+                return "loss", 6
             return None
     return None
 

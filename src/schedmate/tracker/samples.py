@@ -209,6 +209,8 @@ class TableReader:
             toks = text.split()
             if self.columns is not None and len(toks) == len(self.columns) < n:
                 header, n = self.columns, len(self.columns)
+            elif self.header[0] == "#" and len(toks) == n - 1:
+                header, n = self.header[1:], n - 1  # `#  step  loss`: a commented header line
             else:
                 header = self.header
             if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
