@@ -937,3 +937,10 @@ def test_a_commented_table_header(tmp_path: Path) -> None:
     text = "#  iter    mae_dev    mae_train    lr\n     10    0.90    0.80    1e-3\n     20    0.70    0.60    1e-3\n"
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (20, 0.6)  # the training-set error after its metric name
+
+
+def test_a_key_ending_in_the_leading_key_is_no_glued_record() -> None:
+    from schedmate.tracker.parse import split_glued
+
+    line = "\txent: 2.5000, mt_xent: 2.2500, aux_xent: 0.2500, acc: 0.51"
+    assert split_glued(line) == [line]

@@ -223,7 +223,7 @@ def split_glued(text: str) -> list[str]:
     parts = _GLUE.split(text)
     if len(parts) == 1 and (lead := _LEAD_KEY.match(text)) is not None and text.count(lead[1]) > 1:
         # `Episode 7 Score: 2.1Episode 8 Score: 2.5`: records written with `\r` that lost it
-        parts = re.split(r"(?<=[^\s\W])(?=" + re.escape(lead[1]) + r"\b)", text)
+        parts = re.split(r"(?<=\d)(?=" + re.escape(lead[1]) + r"\b)", text)  # glued to a value
     return [p for p in parts if p.strip()] or [text]
 
 
