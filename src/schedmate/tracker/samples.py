@@ -297,10 +297,9 @@ _BARE_ROW = re.compile(
 def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
     """The rows of a log whose progress is bare `counter value` lines with no header (`36
     0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32` beside `94 val 7.5`), asked for only
-    when no rule found progress: at least
-    five such rows (other lines may sit between them) whose whole-number counter rises row by
-    row. The counter is the step; the value is the loss when it falls over the rows (a rising
-    or flat column is some other metric)."""
+    when no rule found progress: at least five such rows (other lines may sit between them)
+    whose whole-number counter rises row by row. The counter is the step; the value is the
+    loss when it falls over the rows (a rising or flat column is some other metric)."""
     run: list[tuple[int, int, float]] = []
     for i in range(len(lines) - 1, max(len(lines) - 5000, 0) - 1, -1):
         m = _BARE_ROW.match(lines[i])

@@ -318,10 +318,10 @@ _REPORTED = re.compile(r"^\s*[|│]|\b(?:finish(?:ed)?|completed?|done|ended)\b"
 
 def _global_step(s: ProgressSample) -> float:
     """Steps since the start: an in-epoch counter `i/n` of epoch `e` is `e * n + i`."""
-    assert s.step is not None
+    step = float(s.step or 0)
     if s.epoch is not None and s.total_steps and s.epoch.is_integer():
-        return s.epoch * s.total_steps + s.step
-    return float(s.step)
+        return s.epoch * s.total_steps + step
+    return step
 
 
 def _run_position(
