@@ -13,7 +13,7 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -23,6 +23,13 @@ from schedmate.tracker.fields import lexicon
 from schedmate.tracker.parse import strip_timestamps
 from schedmate.tracker.samples import KeyValueTable, TableReader, parse_timestamp, sample_from_line
 from schedmate.tracker.templates import mask_line
+from schedmate.tracker.trailing import (
+    CONTINUATION,
+    drop_headers_after_a_bar,
+    drop_trailing_summaries,
+    drop_trailing_timings,
+    never_moved,
+)
 
 __all__ = [
     "sample_from_line",
@@ -149,10 +156,10 @@ def summarize(
     samples = _rounds_without_training(_after_run_end(samples))
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _epoch_step_pairs(train)
-    train = _drop_trailing_summaries(train)
-    train = _drop_trailing_timings(train)
-    train = _drop_headers_after_a_bar(train)
-    if not train or _never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
+    train = drop_trailing_summaries(train)
+    train = drop_trailing_timings(train)
+    train = drop_headers_after_a_bar(train)
+    if not train or never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
     anchor, skipped = _choose_anchor(train)
@@ -296,26 +303,6 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
     ]
 
 
-def _never_moved(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
-    """Only counter lines that never moved and state nothing else (`Epoch 1 started!`, a
-    launcher's `Running step 1`, then a crash): the loop was announced, no step was reported."""
-    if any(
-        bar or s.has_metrics_besides_counters() or _REPORTED.search(s.text) or _numbers(s.text) > 2
-        for s, bar in train
-    ):
-        return False  # a bar, a metric, a table row, a unit done (`Finish 1 epoch`), other values: a report
-    return len({s.step for s, _ in train}) == 1 and len({s.epoch for s, _ in train}) <= 1
-
-
-def _numbers(text: str) -> int:
-    return len(_NUMBER.findall(_CLOCK.sub(" ", strip_timestamps(text))))
-
-
-_CLOCK = re.compile(r"\d+:\d\d(?::\d\d)?(?:[.,\-]\d+)?")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
-_REPORTED = re.compile(r"^\s*[|│]|\b(?:finish(?:ed)?|completed?|done|ended)\b", re.I)
-
-
 def _global_step(s: ProgressSample) -> float:
     """Steps since the start: an in-epoch counter `i/n` of epoch `e` is `e * n + i`."""
     step = float(s.step or 0)
@@ -372,87 +359,13 @@ def _after_run_end(samples: Sequence[tuple[ProgressSample, bool]]) -> list[tuple
     return out
 
 
-def _drop_trailing_summaries(
-    train: list[tuple[ProgressSample, bool]],
-) -> list[tuple[ProgressSample, bool]]:
-    """End-of-epoch / end-of-run summaries are not taken over the last in-loop line that
-    already reached their counter (`Training complete at step 400` after `step=400 ...`)."""
-    end = len(train)
-    while end > 1 and train[end - 1][0].summary:
-        s = train[end - 1][0]
-        loop = [x for x, _ in train[: end - 1] if not x.summary]
-        if not loop:
-            break
-        if s.step is None:
-            reached = True
-        elif s.epoch is not None and s.step == s.epoch:  # an epoch summary: compare epochs
-            reached = any(x.epoch is not None and x.epoch >= s.epoch for x in loop[-50:])
-        else:
-            reached = any(x.step is not None and x.step >= s.step for x in loop[-50:])
-        if not reached:
-            break
-        end -= 1
-    return train[:end]
-
-
-_PROGBAR = re.compile(r"\d+/\d+ \[[=>.]+\]|^\s*(\d+)/\1 - \d")  # a Keras bar, also its verbose=2 final line
-
-
-def _drop_trailing(
-    train: list[tuple[ProgressSample, bool]],
-    in_run: Callable[[ProgressSample, bool], bool],
-    yields_to: Callable[[ProgressSample, bool], bool],
-) -> list[tuple[ProgressSample, bool]]:
-    """Drop the trailing run of samples `in_run` accepts when the sample just before the run
-    is one it `yields_to` (that sample is then the latest progress line)."""
-    end = len(train)
-    while end > 1 and in_run(*train[end - 1]):
-        end -= 1
-    if end < len(train) and yields_to(*train[end - 1]):
-        return train[:end]
-    return train
-
-
-def _bare_epoch_header(s: ProgressSample, bar: bool) -> bool:
-    return not bar and s.step is not None and s.step == s.epoch and not s.has_metrics_besides_counters()
-
-
-def _drop_headers_after_a_bar(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """`Epoch 8/10` alone after a progress bar announces the next bar: until that bar moves,
-    the last bar state is the progress (as a bar at 0 is not progress yet). After loop lines
-    that are not bars the header is the latest progress line."""
-    return _drop_trailing(train, _bare_epoch_header, lambda s, bar: bar or bool(_PROGBAR.search(s.text)))
-
-
-def _timing_report(s: ProgressSample, bar: bool) -> bool:
-    # neither a counter nor a loss, only a time; an indented line continues its record instead
-    return (
-        not bar
-        and s.step is None
-        and s.loss is None
-        and not s.loss_is_nan
-        and s.step_time_s is not None
-        and not _CONTINUATION.match(s.text)
-    )
-
-
-def _drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """A timing report after a counter line (`Train epoch time: 11617 ms, per step time: 187
-    ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
-    line before it is (with its own fields)."""
-    return _drop_trailing(train, _timing_report, lambda s, _bar: s.step is not None)
-
-
-_CONTINUATION = re.compile(r"^(?:\s|\|)")
-
-
 def _continues(head: tuple[ProgressSample, bool], tail: list[tuple[ProgressSample, bool]]) -> bool:
     """Step-less lines continue a counter line's record: indented or table lines after a
     metrics line, or one or two metrics lines right after a bar (a bar and its loss dict);
     a longer burst after a bar is buffered output of earlier steps."""
     if head[1]:
         return len(tail) <= 2
-    return all(_CONTINUATION.match(s.text) for s, _ in tail)
+    return all(CONTINUATION.match(s.text) for s, _ in tail)
 
 
 def _repeats(train: Sequence[tuple[ProgressSample, bool]], head: int) -> bool:
