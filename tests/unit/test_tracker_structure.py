@@ -944,3 +944,8 @@ def test_a_key_ending_in_the_leading_key_is_no_glued_record() -> None:
 
     line = "\txent: 2.5000, mt_xent: 2.2500, aux_xent: 0.2500, acc: 0.51"
     assert split_glued(line) == [line]
+
+
+def test_a_table_header_naming_evaluation_columns_opens_no_section(tmp_path: Path) -> None:
+    text = "Scores:\n  Epoch   Fit     Eval    Test\n  1       0.40    0.55    0.51\n  2       0.45    0.58    0.52\n"
+    assert track(text, tmp_path)["step"] == 2

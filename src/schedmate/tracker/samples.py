@@ -164,6 +164,7 @@ class TableReader:
         self.header: list[str] | None = None
         self.columns: list[str] | None = None  # multi-word column names (`Train Loss`), by gaps
         self.delim: str | None = None  # None: whitespace-aligned
+        self.header_text: str | None = None  # the line taken as the header last (not a heading)
 
     def offer_header(self, text: str) -> bool:
         cells = _cells(text)

@@ -222,7 +222,8 @@ class MetricTracker:
         if row is not None:
             return [(row, False, None)]
         if kind is not LineKind.PROGRESS:
-            table.offer_header(text)
+            if table.offer_header(text):
+                table.header_text = text
             return []
         got = sample_from_line(no, text)
         if not got and llm:
@@ -297,8 +298,8 @@ class MetricTracker:
             for s, bar, bs in got:
                 samples.append((sections.mark(s), bar))
                 batch_size = bs or batch_size
-            if not got and kind is not LineKind.PROGRESS:
-                marker = sections.announce(no, text)
+            if not got and kind is not LineKind.PROGRESS and table.header_text is not text:
+                marker = sections.announce(no, text)  # (a table's header names columns, not a section)
                 if marker is not None:
                     samples.append((marker, False))
             if not got and kind is LineKind.INFO:
@@ -403,7 +404,7 @@ class MetricTracker:
             if not ruled and ask:
                 ruled = self._line_samples(table, line.no, line.text, kind, llm=True)
             got += [(sections.mark(s), bar) for s, bar, _ in ruled]
-            if not got and kind is not LineKind.PROGRESS:
+            if not got and kind is not LineKind.PROGRESS and table.header_text is not line.text:
                 marker = sections.announce(line.no, line.text)
                 if marker is not None:
                     recent.append((marker, False))
