@@ -949,3 +949,12 @@ def test_a_key_ending_in_the_leading_key_is_no_glued_record() -> None:
 def test_a_table_header_naming_evaluation_columns_opens_no_section(tmp_path: Path) -> None:
     text = "Scores:\n  Epoch   Fit     Eval    Test\n  1       0.40    0.55    0.51\n  2       0.45    0.58    0.52\n"
     assert track(text, tmp_path)["step"] == 2
+
+
+def test_an_unclosed_list_value_is_read_in_linear_time() -> None:
+    import time
+
+    line = "MILESTONES: [" + "7, " * 40_000  # no closing bracket: no backtracking over the list
+    t0 = time.perf_counter()
+    parse_line(line)
+    assert time.perf_counter() - t0 < 2.0

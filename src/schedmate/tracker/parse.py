@@ -442,7 +442,7 @@ _LOSS_GROUP = re.compile(
 )
 _BRACKET_OF = re.compile(r"([^\W\d])\[\s*(\d+)\s+of\s+(\d+)\s*\]")
 # a key holding a list of numbers (`MILESTONES: [30, 60]`, `mean=[0.48, 0.45]`): a setting, not a value
-_LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[]*?,[^\]\[]*\]")
+_LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[,]*,[^\]\[]*\]")
 _BORDERS = re.compile(r"[|│]")
 _KEY_CELL = re.compile(r"^[^\W\d][\w./\- ]*$")
 
