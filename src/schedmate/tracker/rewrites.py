@@ -1,0 +1,64 @@
+"""Rewrites of a line into the `key: value` shape the parser reads, before any key is
+looked up: comma-separated `name,value` pairs, values written before their names, a `total`
+under a `Losses:` heading, a bracketed `N of M` counter, and list values (settings, blanked).
+Each is cheap to test for and leaves other lines untouched (see docs/tracker.md)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["rewrite_shapes"]
+
+
+def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
+    """The line with the shapes above rewritten (positions of other text may move)."""
+    if "," in body and (pairs := _alternating_pairs(body)) is not None:
+        body = pairs
+    if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
+        body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
+    if " of " in body and "[" in body:
+        body = _BRACKET_OF.sub(r"\1 \2 of \3 ", body)  # `Epoch[17 of 30]` is `Epoch 17 of 30`
+    if value_first and "," in body and (flipped := _value_first(body)) is not None:
+        body = flipped
+    if "[" in body and "," in body:
+        body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
+    return body
+
+
+_NAME_FIELD = re.compile(r"^[^\W\d][\w./\- ]{0,40}$")
+_NUMBER_FIELD = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^nan$", re.I)
+
+
+def _alternating_pairs(body: str) -> str | None:
+    """`iteration,5,train_loss,2.29,acc,0.15`: comma-separated name,value pairs as `name: value`."""
+    cells = [x.strip() for x in body.strip().split(",")]
+    if len(cells) < 4 or len(cells) % 2:
+        return None
+    names, values = cells[::2], cells[1::2]
+    if all(_NAME_FIELD.match(n) for n in names) and all(_NUMBER_FIELD.match(v) for v in values):
+        return ", ".join(f"{n}: {v}" for n, v in zip(names, values, strict=True))
+    return None
+
+
+_VALUE_FIRST = re.compile(
+    r"(?<=[,:|;])(?P<sp>\s*)(?P<v>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?P<u>%|\s?(?:ms|s|sec)\b)?"
+    r"\s+(?P<k>[^\W\d][\w.]*(?: [^\W\d][\w.]*){0,2})\s*(?=[,|;]|$)"
+)
+
+
+def _value_first(body: str) -> str | None:
+    """`Epoch 46 : 0.9484 C.E. Loss, 98.49% Accuracy`: values written before their names, as
+    `name: value` (at least two such fields, one of them a loss)."""
+    found = list(_VALUE_FIRST.finditer(body))
+    if len(found) < 2 or not any("loss" in m["k"].lower() for m in found):
+        return None
+    return _VALUE_FIRST.sub(lambda m: f"{m['sp']}{m['k']}: {m['v']}{(m['u'] or '').strip()}", body)
+
+
+# the terms under a `Losses:` heading are losses: its `total` is the total loss
+_LOSS_GROUP = re.compile(
+    r"\blosses\s*[:=]?\s*[^\]|]*?\b(?P<t>total|sum|overall)\b(?=\s*[:=]?\s*[-+]?\.?\d)", re.I
+)
+_BRACKET_OF = re.compile(r"([^\W\d])\[\s*(\d+)\s+of\s+(\d+)\s*\]")
+# a key holding a list of numbers (`MILESTONES: [30, 60]`, `mean=[0.48, 0.45]`): a setting, not a value
+_LIST_VALUE = re.compile(r"(?<=[:=])\s*\[\s*[-+]?\.?\d[^\]\[,]*,[^\]\[]*\]")
