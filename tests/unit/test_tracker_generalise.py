@@ -6,15 +6,11 @@ log of the data sets."""
 from __future__ import annotations
 
 import pytest
+from linevals import vals
 
 from schedmate.tracker import MetricTracker
 from schedmate.tracker.classify import is_training_progress
 from schedmate.tracker.parse import parse_line
-
-
-def vals(line: str) -> dict[str, float]:
-    return {k: v[1] for k, v in parse_line(line).values.items()}
-
 
 # --- a round counter at line start, then metrics named by their data set -------------------
 

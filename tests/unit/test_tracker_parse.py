@@ -5,12 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from linevals import vals
 
 from schedmate.tracker.parse import parse_duration, parse_line, split_glued
-
-
-def vals(line: str) -> dict[str, float]:
-    return {k: v[1] for k, v in parse_line(line).values.items()}
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from linevals import vals
 
 from schedmate.tracker.fields import field_for_key, is_eval_key, normalise_key
 from schedmate.tracker.parse import parse_line
-
-
-def vals(line: str) -> dict[str, float]:
-    return {k: v[1] for k, v in parse_line(line).values.items()}
 
 
 @pytest.mark.parametrize(

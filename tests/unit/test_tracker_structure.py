@@ -8,16 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from linevals import vals
 
 from schedmate.core.settings import TrackerSettings
 from schedmate.tracker import LineClassifier, MetricTracker
 from schedmate.tracker.classify import is_training_progress
 from schedmate.tracker.fields import field_for_key
 from schedmate.tracker.parse import parse_line
-
-
-def vals(line: str) -> dict[str, float]:
-    return {k: v[1] for k, v in parse_line(line).values.items()}
 
 
 def track(text: str, tmp_path: Path, name: str = "t.log") -> dict:
