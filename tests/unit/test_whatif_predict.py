@@ -280,3 +280,36 @@ def test_drawn_durations_never_exceed_the_time_limit() -> None:
     }
     assert preds["first"].p90_s is not None and preds["first"].p90_s <= T0 + 90 + 1
     assert preds["probe"].p90_s is not None and preds["probe"].p90_s <= T0 + 90 + 200 + 1
+
+
+def test_each_future_starts_from_the_same_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SJF on a history estimator: the estimator learns from the jobs that finish inside a
+    sampled future, and only there; the next future starts from the snapshot's history again
+    (a shared estimator made later futures key arrivals on earlier futures' draws)."""
+    import copy
+
+    from schedmate.sim import whatif
+
+    seen: list[object] = []
+    real = whatif._ordering_estimator
+
+    def spy(*args: object, **kwargs: object) -> object:
+        est = real(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append((est, copy.deepcopy(est.base.stats)))  # type: ignore[attr-defined]
+        return est
+
+    monkeypatch.setattr(whatif, "_ordering_estimator", spy)
+    nodes = (NodeView("n0", gpus=1, partitions=("gpu",)),)
+    rows = [
+        HistoryRow(T0 - 9000.0 + 100 * i, "a", "gpu", 1, 50.0 + i, T0 - 8000.0 + 100 * i) for i in range(20)
+    ]
+    jobs = (
+        JobView(
+            "r", user="c", state=JobState.RUNNING, partition="gpu", gpus=1, start_time=T0 - 10, eta_s=100
+        ),
+        *(JobView(f"p{i}", user="a", partition="gpu", gpus=1, submit_time=T0 - 50 + i) for i in range(5)),
+    )
+    preds = predict_starts(ClusterSnapshot(T0, jobs, nodes), policy="sjf", history=rows, samples=6)
+    assert len(preds) == 5 and len(seen) == 1
+    est, before = seen[0]
+    assert est.base.stats == before  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ times, estimated durations, no arrivals), kept as the benchmark's baseline.
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import statistics
@@ -292,7 +293,7 @@ def predict_from_snapshot(
             pend + future,
             cl,
             make_policy(policy, sem),
-            order,
+            copy.deepcopy(order),  # an estimator learns in its future only, not across futures
             start_at=t,
             running=run,
             semantics=sem,
