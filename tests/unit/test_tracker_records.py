@@ -181,3 +181,14 @@ def test_lines_under_an_epoch_summary_heading_are_a_summary() -> None:
     lines = ["[t] it:0040 loss_train: 0.21 time: 0.16s", "[t] it:0060 loss_train: 0.20 time: 0.16s"]
     r = run([*lines, "[t] Averages for the epoch:", "loss= 0.28 acc= 0.91", "[t] done."])
     assert (r.step, r.loss, r.step_time_s) == (60, pytest.approx(0.20), pytest.approx(0.16))
+
+
+def test_a_bar_with_an_unknown_rate_borrows_none_from_the_previous_bar() -> None:
+    # a new epoch's first bar update says `?it/s`: the last epoch's rate is not its step time
+    r = run(
+        [
+            "Train 3: 100%|##########| 50/50 [00:05<00:00, 9.80it/s, loss=0.51]",
+            "Train 4:   2%|          | 1/50 [00:00<?, ?it/s, loss=0.49]",
+        ]
+    )
+    assert (r.step, r.total_steps, r.loss, r.step_time_s) == (1, 50, 0.49, None)

@@ -99,9 +99,9 @@ _EPOCH_BRACKET = re.compile(
     re.I,
 )
 # `[N]` (or `[N]:`) then a space, after any bracketed log prefix (`[INFO] [thread] [N]`), or
-# `N:` then a tab (`0: ` with a space is a launcher's rank prefix)
+# `N:` then a tab or an aligned gap (`0: ` with one space is a launcher's rank prefix)
 _LEADING_COUNTER = re.compile(
-    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|\s+\|\s))"
+    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|:\s{2,}|\s+\|\s))"
 )
 # `( 4 ) Loss: ...`, `[ (4) loss: ...`: a parenthesised number opening the line; `Train 79, loss:
 # ...`: a number right after the line's training word

@@ -6,12 +6,23 @@ Each is cheap to test for and leaves other lines untouched (see docs/tracker.md)
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from schedmate.tracker.fields import lexicon
 
 __all__ = ["rewrite_shapes"]
 
 
 def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     """The line with the shapes above rewritten (positions of other text may move)."""
+    if _GLUED_KEY.search(body) is not None:
+        body = _GLUED_KEY.sub(" ", body)  # `learn 0.29passed: 17 sec`: a key glued to the value before it
+    if _glued_counter().search(body) is not None:
+        body = _glued_counter().sub(
+            r"\1 \2", body
+        )  # `EP36,`, `iter500 loss`: a counter name glued to its number
+    if (sets := _bare_set_values(body)) is not None:
+        body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
         body = pairs
     if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
@@ -23,6 +34,53 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     if "[" in body and "," in body:
         body = _LIST_VALUE.sub(lambda m: " " * len(m[0]), body)  # `STEPS: [40, 70]` is a setting
     return body
+
+
+# a number, then a word of 4+ letters (not a unit) with a colon and a number: a lost separator
+_GLUED_KEY = re.compile(
+    r"(?<=\d)(?=(?!(?:secs?|mins?|hours?|msecs?|samples|tokens|steps|iters|epochs|batch(?:es)?)\b)"
+    r"[^\W\d_]{4,}:\s*[-+]?\.?\d)",
+    re.I,
+)
+
+
+@lru_cache(maxsize=1)
+def _glued_counter() -> re.Pattern[str]:
+    """The lexicon's strong counter names (step and epoch keys of rank <= 1, 2+ letters) glued
+    to a number, as a word of its own (not inside a path or a name: `ckpt_step500`)."""
+    names = {
+        k
+        for role, table in lexicon().tables
+        if role in ("step", "epoch")
+        for k, rank in table.items()
+        if k.isascii() and k.isalpha() and len(k) >= 2 and rank <= 1
+    }
+    alternatives = "|".join(sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?:^|(?<=[\s,|\[(]))({alternatives})(\d+)(?=[\s,:;|\])]|$)", re.I)
+
+
+@lru_cache(maxsize=1)
+def _set_value() -> re.Pattern[str]:
+    """A data set's name alone as the key of a plain decimal (`train 2.53`, `val: 2.66`)."""
+    words = {w for w in lexicon().training_set_words | lexicon().eval_words if w.isascii() and w.isalpha()}
+    alternatives = "|".join(sorted(words, key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w/.-])(?P<k>{alternatives})(?P<sep>\s*[:=]?\s*)(?=[-+]?\d*\.\d+(?:[eE][-+]?\d+)?(?![\w%.]))",
+        re.I,
+    )
+
+
+def _bare_set_values(body: str) -> str | None:
+    """`Epoch 5 | train 2.53 | val 2.66`: a line naming no metric, whose values are keyed by the
+    training set and an evaluation set only, reports their losses (`train_loss`, `val_loss`)."""
+    low = body.lower()
+    if "loss" in low or "acc" in low:
+        return None
+    found = list(_set_value().finditer(body))
+    train = lexicon().training_set_words
+    if not any(m["k"].lower() in train for m in found) or all(m["k"].lower() in train for m in found):
+        return None
+    return _set_value().sub(lambda m: f"{m['k']}_loss{m['sep'] or ' '}", body)
 
 
 _NAME_FIELD = re.compile(r"^[^\W\d][\w./\- ]{0,40}$")

@@ -91,6 +91,20 @@ _ROW_TOKEN = re.compile(
     r"^[-+]?\d[\d.,]*(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}:?$|^nan$|^\d+:\d{2}(?::\d{2})?(?:\.\d+)?$", re.I
 )
 _COLUMN_GAP = re.compile(r"\s{2,}|\t")
+_LIST_CELL = re.compile(r"\[([^\[\]]{0,400})\]")  # `[0.1, 0.2]`, `[0.1 0.2]`, `[]`
+
+
+def _row_tokens(text: str) -> list[str]:
+    """A whitespace-aligned row's cells; a bracketed list of numbers is one cell `[]`, with no
+    value (the per-term parts of a loss are not its total)."""
+    if "[" not in text:
+        return text.split()
+
+    def cell(m: re.Match[str]) -> str:  # (`[19]`, one number, is a bracketed counter)
+        items = [x for x in re.split(r"[,\s]+", m[1].strip()) if x]
+        return "[]" if len(items) != 1 and all(_ROW_TOKEN.match(x) for x in items) else m[0]
+
+    return _LIST_CELL.sub(cell, text).split()
 
 
 class KeyValueTable:
@@ -207,14 +221,16 @@ class TableReader:
                 return None
             c = Candidates()
         else:
-            toks = text.split()
+            toks = _row_tokens(text)
             if self.columns is not None and len(toks) == len(self.columns) < n:
                 header, n = self.columns, len(self.columns)
             elif self.header[0] == "#" and len(toks) == n - 1:
                 header, n = self.header[1:], n - 1  # `#  step  loss`: a commented header line
             else:
                 header = self.header
-            if len(toks) < n or not all(_ROW_TOKEN.match(t) for t in toks[:n]):
+            if len(toks) < n or not all(t == "[]" or _ROW_TOKEN.match(t) for t in toks[:n]):
+                return None
+            if all(t == "[]" for t in toks[:n]):
                 return None
             c = (
                 parse_line(text[text.find(toks[n - 1]) + len(toks[n - 1]) :])
@@ -279,8 +295,14 @@ def _column_role(key: str) -> tuple[str, int] | None:
 
 
 def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = False) -> None:
-    """A time cell: seconds (milliseconds under a `_ms` column), or a clock duration (`00:44`)."""
-    secs = parse_duration(tok) if ":" in tok else float(tok) / (1000.0 if ms else 1.0)
+    """A time cell: seconds (milliseconds under a `_ms` column), a clock duration (`00:44`), or
+    a number with its unit (`19.6s`, `250ms`)."""
+    if tok[-2:].lower() == "ms":
+        secs: float | None = float(tok[:-2]) / 1000.0
+    elif ":" in tok or tok[-1:].isalpha():
+        secs = parse_duration(tok)
+    else:
+        secs = float(tok) / (1000.0 if ms else 1.0)
     if secs is None or not secs > 0:
         return
     if name == "outer_time":

@@ -185,10 +185,10 @@ def summarize(
             continue
         _take(values, s)
     # pass 2: the rest of the record, newest first; a bar counting something else (another
-    # step) does not lend its rate to a counter line of its own (`Epoch 2, loss ...` after it)
-    anchor_is_bar = any(bar for s, bar in record if s is anchor)
+    # step) does not lend its values to a counter line of its own (`Epoch 2, loss ...` after
+    # it), nor to a bar at another step (one that says `?it/s` has no known rate)
     for s, bar in reversed(record):
-        if bar and not anchor_is_bar and step is not None and s.step is not None and s.step != step:
+        if bar and step is not None and s.step is not None and s.step != step:
             continue
         _take(values, s)
 

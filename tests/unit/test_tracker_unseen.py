@@ -1,0 +1,105 @@
+"""Line and record shapes met on unseen logs (issue 10, fifth pass). Every case is a variant
+written here (keys, separators, orders and values of our own), none is a line of a data set."""
+
+from __future__ import annotations
+
+import pytest
+from linevals import vals
+
+from schedmate.tracker import MetricTracker
+
+
+def run(lines: list[str]):  # type: ignore[no-untyped-def]
+    return MetricTracker().track_lines(lines)
+
+
+def test_a_table_cell_holding_a_list_is_one_cell_without_value() -> None:
+    # per-term losses printed as lists under multi-word column names: the step is the counter,
+    # the lists are components (no total)
+    r = run(
+        [
+            "Iter     Training loss          Validation loss        Extra",
+            "0        [1.2e+00, 3.0e-01]     [1.1e+00, 2.9e-01]     []",
+            "500      [4.1e-01 2.2e-02]      [4.4e-01 2.5e-02]      []",
+        ]
+    )
+    assert (r.has_progress, r.step, r.loss) == (True, 500, None)
+
+
+def test_a_bracketed_single_number_stays_a_counter_in_rows() -> None:
+    r = run(["Using model small", "[3] 1200 0.75 0.2", "[3] 1210 0.74 0.2"])
+    assert r.loss != 1210
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("7:   learn 0.5125elapsed: 3.5 sec   total: 25s   remaining: 1m 2s", {"step": 7, "loss": 0.5125}),
+        ("12:    train-loss 0.4 remaining: 5m", {"step": 12, "loss": 0.4}),
+    ],
+)
+def test_a_round_counter_before_an_aligned_gap_and_a_key_glued_to_a_value(line: str, want: dict) -> None:
+    v = vals(line)
+    assert {k: v.get(k) for k in want} == want
+
+
+def test_a_unit_word_glued_after_a_number_is_not_split_off() -> None:
+    assert "loss" not in vals("speed 17.7secs: 3")
+
+
+def test_a_launcher_rank_prefix_with_one_space_is_no_counter() -> None:
+    assert "step" not in vals("3: loss 0.25")
+
+
+def test_time_cells_with_units_in_a_per_epoch_table() -> None:
+    r = run(
+        [
+            " ep | trn loss | val loss | secs",
+            "  1 |   0.900  |   0.950  |  31.5s",
+            "  2 |   0.800  |   0.850  |  30.5s  <- best",
+        ]
+    )
+    assert (r.step, r.loss, r.step_time_s) == (2, 0.8, 30.5)
+    r = run(["step | loss | time", "10 | 0.5 | 250ms", "20 | 0.4 | 240ms"])
+    assert (r.step, r.loss, r.step_time_s) == (20, 0.4, 0.24)
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("ckpt=None, Ep7, mean_loss=0.31", {"epoch": 7, "loss": 0.31}),
+        ("iteration120 | loss: 2.5", {"step": 120, "loss": 2.5}),
+        ("[epoch12] cost 0.8", {"epoch": 12}),
+    ],
+)
+def test_a_counter_name_glued_to_its_number(line: str, want: dict) -> None:
+    v = vals(line)
+    assert {k: v.get(k) for k in want} == want
+
+
+def test_a_counter_name_inside_a_path_or_name_is_no_counter() -> None:
+    assert "step" not in vals("wrote runs/a/step500, size 3 MB")
+    assert "step" not in vals("loaded model_iter500 weights")
+
+
+@pytest.mark.parametrize(
+    ("line", "loss"),
+    [
+        ("12:01:09 | ep 9 | training 1.875 | valid 1.9", 1.875),
+        ("Epoch 4: train=0.061, test=0.07", 0.061),
+    ],
+)
+def test_values_keyed_by_the_training_and_an_evaluation_set_are_losses(line: str, loss: float) -> None:
+    assert vals(line).get("loss") == loss
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 4: train 91.5% val 88.0%",  # percentages: accuracies
+        "Epoch 4: train acc 0.91, val acc 0.88",  # a named metric
+        "Epoch 4: train 0.91",  # no evaluation set beside it
+    ],
+)
+def test_set_keyed_values_that_are_not_losses(line: str) -> None:
+    assert "loss" not in vals(line)
