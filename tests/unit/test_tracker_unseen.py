@@ -103,3 +103,10 @@ def test_values_keyed_by_the_training_and_an_evaluation_set_are_losses(line: str
 )
 def test_set_keyed_values_that_are_not_losses(line: str) -> None:
     assert "loss" not in vals(line)
+
+
+@pytest.mark.parametrize(
+    ("line", "step"), [("ended 500 steps, loss 0.2", 500), ("Finish 40 updates; loss=1.5", 40)]
+)
+def test_units_done_words_come_from_one_lexicon_entry(line: str, step: int) -> None:
+    assert vals(line).get("step") == step

@@ -76,6 +76,7 @@ class Lexicon:
     counter_modifiers: frozenset[str]
     function_words: frozenset[str]
     auxiliary_loss_words: frozenset[str]
+    done_words: tuple[str, ...]
 
 
 @lru_cache(maxsize=1)
@@ -103,7 +104,14 @@ def lexicon() -> Lexicon:
         counter_modifiers=frozenset(raw["counter_modifiers"]),
         function_words=frozenset(raw["function_words"]),
         auxiliary_loss_words=frozenset(raw["auxiliary_loss_words"]),
+        done_words=tuple(raw["done_words"]),
     )
+
+
+@lru_cache(maxsize=1)
+def done_words() -> str:
+    """The lexicon's `done_words` as one regular-expression alternative (longest first)."""
+    return "|".join(re.escape(w) for w in sorted(lexicon().done_words, key=len, reverse=True))
 
 
 def normalise_key(key: str) -> str:

@@ -6,8 +6,9 @@ a step time made of its phases). See docs/tracker.md, "Field semantics"."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from schedmate.tracker.fields import is_eval_key, lexicon, normalise_key
+from schedmate.tracker.fields import done_words, is_eval_key, lexicon, normalise_key
 from schedmate.tracker.values import Candidates, seconds
 
 __all__ = ["WORDS", "finish_line"]
@@ -22,10 +23,12 @@ _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's na
 
 def _epoch_end(c: Candidates, body: str) -> bool:
     """`Epoch 96 (global_step 955000) finished, time: 3074 sec`: the time of a finished epoch."""
-    return "epoch" in c.values and bool(_EPOCH_END.search(body))
+    return "epoch" in c.values and bool(_done().search(body))
 
 
-_EPOCH_END = re.compile(r"\b(?:finished|completed?|done|ended)\b", re.I)
+@lru_cache(maxsize=1)
+def _done() -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{done_words()})\b", re.I)
 
 
 def _whole_step_time(c: Candidates) -> None:

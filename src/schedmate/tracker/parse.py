@@ -11,8 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
-from schedmate.tracker.fields import RATE_UNITS, field_for_key, is_eval_key, key_words, lexicon, normalise_key
+from schedmate.tracker.fields import (
+    RATE_UNITS,
+    done_words,
+    field_for_key,
+    is_eval_key,
+    key_words,
+    lexicon,
+    normalise_key,
+)
 from schedmate.tracker.lineroles import WORDS as _WORDS
 from schedmate.tracker.lineroles import finish_line
 from schedmate.tracker.rewrites import rewrite_shapes
@@ -403,10 +412,16 @@ def _flat_kv_rows(c: Candidates, text: str) -> bool:
 
 
 _NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]*\s*[:=]\s*(?:n/a|na|none|null|--?)(?=[\s,;|]|$)", re.I)
-_UNITS_DONE = re.compile(
-    r"\b(?:finish(?:ed)?|completed?|done)\s+(?P<n>\d+)\s+(?P<u>epochs?|steps?|iterations?|iters?|updates?)\b",
-    re.I,
-)
+
+
+@lru_cache(maxsize=1)
+def _units_done() -> re.Pattern[str]:
+    """`Finished 3 epochs`, `completed 500 steps`: units done so far."""
+    return re.compile(
+        rf"\b(?:{done_words()})\s+(?P<n>\d+)\s+(?P<u>epochs?|steps?|iterations?|iters?|updates?)\b", re.I
+    )
+
+
 _BORDERS = re.compile(r"[|│]")
 _KEY_CELL = re.compile(r"^[^\W\d][\w./\- ]*$")
 
@@ -496,7 +511,11 @@ def parse_line(text: str) -> Candidates:
         lead = _LEADING_COUNTER.match(body) or _LEADING_ROUND.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
-    if "step" not in c.values and "epoch" not in c.values and (done := _UNITS_DONE.search(body)) is not None:
+    if (
+        "step" not in c.values
+        and "epoch" not in c.values
+        and (done := _units_done().search(body)) is not None
+    ):
         n = float(done["n"])  # `Finished 3 epochs`, `completed 500 steps`: units done so far
         role = "epoch" if done["u"].lower().startswith("epoch") else "step"
         c.put(role, 6, n)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from schedmate.core.types import ProgressSample
+from schedmate.tracker.fields import done_words
 from schedmate.tracker.parse import strip_timestamps
 
 __all__ = [
@@ -25,7 +27,7 @@ def never_moved(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     """Only counter lines that never moved and state nothing else (`Epoch 1 started!`, a
     launcher's `Running step 1`, then a crash): the loop was announced, no step was reported."""
     if any(
-        bar or s.has_metrics_besides_counters() or _REPORTED.search(s.text) or _numbers(s.text) > 2
+        bar or s.has_metrics_besides_counters() or _reported().search(s.text) or _numbers(s.text) > 2
         for s, bar in train
     ):
         return False  # a bar, a metric, a table row, a unit done (`Finish 1 epoch`), other values: a report
@@ -38,7 +40,12 @@ def _numbers(text: str) -> int:
 
 _CLOCK = re.compile(r"\d+:\d\d(?::\d\d)?(?:[.,\-]\d+)?")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
-_REPORTED = re.compile(r"^\s*[|│]|\b(?:finish(?:ed)?|completed?|done|ended)\b", re.I)
+
+
+@lru_cache(maxsize=1)
+def _reported() -> re.Pattern[str]:
+    """A table row, or a line saying a unit has ended: a report, not a trailing timing."""
+    return re.compile(rf"^\s*[|│]|\b(?:{done_words()})\b", re.I)
 
 
 def drop_trailing_summaries(
