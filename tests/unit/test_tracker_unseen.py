@@ -110,3 +110,8 @@ def test_set_keyed_values_that_are_not_losses(line: str) -> None:
 )
 def test_units_done_words_come_from_one_lexicon_entry(line: str, step: int) -> None:
     assert vals(line).get("step") == step
+
+
+def test_a_key_qualified_by_t_for_time() -> None:
+    v = vals("Ep 3 [ 640/5000] loss 1.2 (1.3) data(t) 0.02 step (t) 0.31")
+    assert (v.get("step"), v.get("loss"), v.get("step_time")) == (640, 1.2, 0.31)

@@ -190,6 +190,8 @@ def field_for_key(key: str) -> tuple[str, int] | None:
             rank = table.get(leaf)
             if rank is not None and name in ("loss", "step", "lr", "epoch", "step_time", "step_rate"):
                 return name, rank + 2
+    if key.endswith("(t)") and len(key) > 4:  # `batch (t)`, `data(t)`: `t` abbreviates time
+        return field_for_key(key[:-3].rstrip("_") + "_time")
     unit = _UNIT_SUFFIX.search(key)
     if unit is not None:  # `step_time_ms`, `iter_time(s)`: a time key with its unit in the name
         base = key[: unit.start()]
