@@ -115,3 +115,48 @@ def test_units_done_words_come_from_one_lexicon_entry(line: str, step: int) -> N
 def test_a_key_qualified_by_t_for_time() -> None:
     v = vals("Ep 3 [ 640/5000] loss 1.2 (1.3) data(t) 0.02 step (t) 0.31")
     assert (v.get("step"), v.get("loss"), v.get("step_time")) == (640, 1.2, 0.31)
+
+
+def test_a_best_counter_is_a_summary_not_the_counter() -> None:
+    assert "step" not in vals("bestIteration = 120") and "epoch" not in vals("Best epoch: 7")
+    r = run(
+        [f"{i}:\tlearn: 0.{9 - i}\ttotal: {i + 1}s\tremaining: {9 - i}s" for i in range(5)]
+        + ["", "best iteration = 2"]
+    )
+    assert r.step == 4
+
+
+def test_an_epoch_report_after_the_in_loop_line_of_that_epoch() -> None:
+    r = run(
+        [
+            "Ep 4/4 - batch 90/100 - cost 0.21",
+            "Ep 4/4 - batch 100/100 - cost 0.19",
+            "Ep 4/4 train acc 91.2%",
+            "elapsed 3.1 min",
+        ]
+    )
+    assert (r.step, r.loss) == (100, 0.19)
+    # an epoch line with a loss stays the progress; so does a bare epoch header after loop lines
+    assert run(["Ep 3/4 - batch 100/100 - cost 0.2", "Ep 3/4 mean cost 0.25"]).loss == 0.25
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [f"{1000 * i:6d}/ 9000: {3.0 - 0.2 * i:.4f}" for i in range(7)],  # counter of a total, colon
+        [
+            f"[ {i}.      {2.0 - 0.1 * i:.5f}   {2.1 - 0.1 * i:.5f}   0.{80 + i}]   " for i in range(7)
+        ],  # arrays
+    ],
+)
+def test_headerless_rows_with_a_total_or_as_printed_arrays(rows: list[str]) -> None:
+    r = run(["starting", *rows])
+    assert (r.step, r.loss) == (6000 if "/" in rows[0] else 6, pytest.approx(1.8 if "/" in rows[0] else 1.4))
+
+
+def test_a_finished_bar_counting_samples_gives_no_step_time() -> None:
+    # an old progbar counts samples: 1 s over 20,000 of them is no step time
+    r = run(["Epoch 3/3", "20000/20000 [==============================] - 1s - loss: 0.0042 - acc: 0.9991"])
+    assert (r.step, r.loss, r.step_time_s) == (20000, 0.0042, None)
+    r = run(["Epoch 3/3", "500/500 [==============================] - 20s - loss: 0.0042"])
+    assert r.step_time_s == pytest.approx(0.04)

@@ -92,7 +92,9 @@ def finish_line(c: Candidates, body: str) -> None:
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
     if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
-        c.put("step_time", 8, seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0))
+        per = seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0)
+        if per >= 1e-3:  # under a millisecond the bar counts samples (older Keras), not steps
+            c.put("step_time", 8, per)
     if "step_time" not in v and "step" in v and not c.outer_counter:
         bare = _BARE_DURATION.search(c.rest)
         if bare is not None:  # `step 9 | loss 2.0 | 0.25s`: a lone duration field beside the counter

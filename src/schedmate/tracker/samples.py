@@ -311,18 +311,22 @@ def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = Fal
         c.generic_time = (rank, secs)
 
 
+_BARE_NUM = r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?"
+# `36 0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32`, `1900/ 2000: 2.17` (a counter of a
+# total), `[ 13.  0.155  0.162  0.94 ]` (an array printed per epoch: the counter, then values)
 _BARE_ROW = re.compile(
-    r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<n>\d+)[\s,;]+(?:(?P<w>[^\W\d]\w{0,15})[\s,;]+)?"
-    r"(?P<v>[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$"
+    r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<open>\[\s*)?(?P<n>\d+)\.?(?:\s*/\s*\d+)?:?[\s,;]+"
+    r"(?:(?P<w>[^\W\d]\w{0,15})[\s,;]+)?"
+    rf"(?P<v>{_BARE_NUM})(?:[\s,;]+{_BARE_NUM}){{0,6}}\s*(?(open)\]|)\s*$"
 )
 
 
 def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
-    """The rows of a log whose progress is bare `counter value` lines with no header (`36
+    """The rows of a log whose progress is bare `counter value...` lines with no header (`36
     0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32` beside `94 val 7.5`), asked for only
     when no rule found progress: at least five such rows (other lines may sit between them)
-    whose whole-number counter rises row by row. The counter is the step; the value is the
-    loss when it falls over the rows (a rising or flat column is some other metric)."""
+    whose whole-number counter rises row by row. The counter is the step; the (first) value is
+    the loss when it falls over the rows (a rising or flat column is some other metric)."""
     run: list[tuple[int, int, float]] = []
     for i in range(len(lines) - 1, max(len(lines) - 5000, 0) - 1, -1):
         m = _BARE_ROW.match(lines[i])

@@ -25,6 +25,7 @@ from schedmate.tracker.samples import KeyValueTable, TableReader, parse_timestam
 from schedmate.tracker.templates import mask_line
 from schedmate.tracker.trailing import (
     CONTINUATION,
+    drop_epoch_reports,
     drop_headers_after_a_bar,
     drop_trailing_summaries,
     drop_trailing_timings,
@@ -159,6 +160,7 @@ def summarize(
     train = drop_trailing_summaries(train)
     train = drop_trailing_timings(train)
     train = drop_headers_after_a_bar(train)
+    train = drop_epoch_reports(train)
     if not train or never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]

@@ -16,6 +16,7 @@ from schedmate.tracker.parse import strip_timestamps
 
 __all__ = [
     "CONTINUATION",
+    "drop_epoch_reports",
     "drop_headers_after_a_bar",
     "drop_trailing_summaries",
     "drop_trailing_timings",
@@ -98,6 +99,31 @@ def drop_headers_after_a_bar(train: list[tuple[ProgressSample, bool]]) -> list[t
     the last bar state is the progress (as a bar at 0 is not progress yet). After loop lines
     that are not bars the header is the latest progress line."""
     return _drop_trailing(train, _bare_epoch_header, lambda s, bar: bar or bool(_PROGBAR.search(s.text)))
+
+
+def _epoch_report(s: ProgressSample, bar: bool) -> bool:
+    # an epoch-only line with a value besides its counters, but no loss or time (`Epoch 3/10
+    # train accuracy: 97.8%`): a pass over a data set after the loop, not a training step
+    return (
+        not bar
+        and s.step is not None
+        and s.step == s.epoch
+        and s.loss is None
+        and not s.loss_is_nan
+        and s.step_time_s is None
+        and _numbers(s.text) > (2 if s.total_steps or s.total_epochs else 1)
+    )
+
+
+def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """Epoch reports after an in-loop line of the same epoch (one with a step inside the epoch
+    and a loss) are not the latest progress line; that in-loop line is."""
+    last_epoch = train[-1][0].epoch if train else None
+    return _drop_trailing(
+        train,
+        _epoch_report,
+        lambda s, bar: s.epoch == last_epoch and s.step != s.epoch and (s.loss is not None or s.loss_is_nan),
+    )
 
 
 def _timing_report(s: ProgressSample, bar: bool) -> bool:
