@@ -160,3 +160,17 @@ def test_a_finished_bar_counting_samples_gives_no_step_time() -> None:
     assert (r.step, r.loss, r.step_time_s) == (20000, 0.0042, None)
     r = run(["Epoch 3/3", "500/500 [==============================] - 20s - loss: 0.0042"])
     assert r.step_time_s == pytest.approx(0.04)
+
+
+@pytest.mark.parametrize("unit", ["1abcd", "a-", "a.", "x/", "ab1", "1e", "[1, ", " "])
+def test_a_long_run_of_word_characters_is_read_in_linear_time(unit: str) -> None:
+    """A key pattern tried from every start of a long word run was quadratic (a 120 KB line
+    of `1abcd` took minutes); key runs are bounded now."""
+    import time
+
+    from schedmate.tracker.parse import parse_line
+
+    line = unit * (120_000 // len(unit))
+    t0 = time.perf_counter()
+    parse_line(line)
+    assert time.perf_counter() - t0 < 3.0

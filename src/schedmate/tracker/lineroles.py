@@ -51,7 +51,7 @@ def _whole_step_time(c: Candidates) -> None:
 _BARE_DURATION = re.compile(
     r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec|secs|seconds)\s*(?:$|[|,;])"
 )
-_KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]*)['\"]?\s*[:=]\s*[\[{]")
+_KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]{0,60})['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
 _KEY_WITHOUT_VALUE = re.compile(r"\w:\s*$")
 _STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`, `v2`)

@@ -77,7 +77,11 @@ _BAR_NOTOTAL = re.compile(
     + r"|\?)\s*(?P<runit>[A-Za-z]+/s)(?:,\s*(?P<postfix>[^\]]*))?"
 )
 
-_KEY = r"[^\W\d][\w./\-]*(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]*(?:\s?\([^)\s]{1,10}\))?){0,5}"
+# (repetitions are bounded: a key is a few words, and an unbounded run tried from every start
+# of a long word-character run is quadratic)
+_KEY = (
+    r"[^\W\d][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?){0,5}"
+)
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
     # a time unit after a space (`743.31 ms`), unless it is the next key (`ms: 3`)
@@ -110,7 +114,7 @@ _EPOCH_BRACKET = re.compile(
 # `[N]` (or `[N]:`) then a space, after any bracketed log prefix (`[INFO] [thread] [N]`), or
 # `N:` then a tab or an aligned gap (`0: ` with one space is a launcher's rank prefix)
 _LEADING_COUNTER = re.compile(
-    r"^[^\d\[]*(?:(?:\[[^\]]*[^\d\]][^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|:\s{2,}|\s+\|\s))"
+    r"^[^\d\[]*(?:(?:\[(?=[^\]]*[^\d\]])[^\]]*\][^\d\[]*)*\[(?P<n>\d+)\]:?\s|(?P<m>\d+)(?::\t|:\s{2,}|\s+\|\s))"
 )
 # `( 4 ) Loss: ...`, `[ (4) loss: ...`: a parenthesised number opening the line; `Train 79, loss:
 # ...`: a number right after the line's training word
@@ -138,7 +142,7 @@ _PER_NUM = {"seconds": "s", "secs": "s"}
 
 # `Average loss at step 2000: 4.51`, `score after iteration 30 is 0.9`: a metric named in a sentence
 _PROSE_METRIC = re.compile(
-    r"(?P<m>[^\W\d][\w\-]*(?: [^\W\d][\w\-]*){0,3})\s+(?:at|after|in)\s+(?P<c>[^\W\d]+)\s*#?(?P<n>\d+)\s*"
+    r"(?P<m>[^\W\d][\w\-]{0,60}(?: [^\W\d][\w\-]{0,60}){0,3})\s+(?:at|after|in)\s+(?P<c>[^\W\d]{1,40})\s*#?(?P<n>\d+)\s*"
     r"(?:is|was|=|:)\s*(?P<v>" + NUM + r")(?![\w.])"
 )
 
@@ -182,7 +186,7 @@ def _per_unit(m: re.Match[str]) -> str:
 # no optimizer step (forward, backward, update) runs in under 0.2 ms: a bar that fast counts
 # items of other work (reading, tokenising, caching)
 _FASTEST_STEP_S = 2e-4
-_LEADING_FRACTION = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
+_LEADING_FRACTION = re.compile(r"^\s*(?:\[\s*)?(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 # a bar over work that is not training: generation, data preparation, downloads, scoring
 _NOT_TRAINING_BAR = re.compile(
     r"(?<![\w/])(?:generat|sampl(?:ing|e)\b|decod|extract|encod|embedd|inferenc|preprocess|pre-process|tokeniz|"
@@ -199,7 +203,7 @@ EVAL_WORDS = re.compile(
 
 # a logger's source location `package.module:function:123` is not `function: 123`
 # and a source file's line (`train.py:123]`, glog's `140 solver.cpp:228]`) is not a counter either
-_SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]*:[A-Za-z_<][\w.<>]*:\d+\b")
+_SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]{0,200}:[A-Za-z_<][\w.<>]{0,200}:\d+\b")
 _SOURCE_FILE_LINE = re.compile(
     r"(?:\b\d+\s+)?(?<![\w.\-/])[\w.\-/]+\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d+\b\]?"
 )
@@ -411,7 +415,7 @@ def _flat_kv_rows(c: Candidates, text: str) -> bool:
     return True
 
 
-_NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]*\s*[:=]\s*(?:n/a|na|none|null|--?)(?=[\s,;|]|$)", re.I)
+_NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]{0,60}\s*[:=]\s*(?:n/a|na|none|null|--?)(?=[\s,;|]|$)", re.I)
 
 
 @lru_cache(maxsize=1)

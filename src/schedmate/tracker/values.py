@@ -156,7 +156,7 @@ _GENERIC = {
     "epochs",
     "iters",
 }
-_LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]+\s+info)", re.I)
+_LOG_PREFIX = re.compile(r"(?:info|debug|trace|notice|\W+|[\w.]{1,60}\s+info)", re.I)
 _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second"}
 
 
