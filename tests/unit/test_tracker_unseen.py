@@ -174,3 +174,88 @@ def test_a_long_run_of_word_characters_is_read_in_linear_time(unit: str) -> None
     t0 = time.perf_counter()
     parse_line(line)
     assert time.perf_counter() - t0 < 3.0
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("Selfplay:   1%|1         | 7/500 [1:10:00<82:10:00, 600.00s/round, win=0.5]", 600.0),
+        ("render: 40%|####      | 4/10 [00:08<00:12,  0.50round/s]", 2.0),
+    ],
+)
+def test_a_bar_rate_in_its_own_unit_is_the_step_time(line: str, want: float) -> None:
+    assert vals(line).get("step_time") == pytest.approx(want)
+
+
+def test_a_bar_rate_in_data_items_is_no_step_time() -> None:
+    assert "step_time" not in vals("Gen: 40%|####  | 4/10 [00:08<00:12, 2.00s/img]")
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("12:00:01 INFO ep[12], iter[840], loss:3.5, lr:1e-4", {"epoch": 12, "step": 840, "loss": 3.5}),
+        ("Round 3, iter/total_iter: 70/90, Loss:0.25", {"step": 70, "loss": 0.25}),
+        ("Episodio 7: Recompensa=12, Loss=0.75", {"epoch": 7, "loss": 0.75}),
+        ("== エポック 3/9, 平均損失: 0.3125", {"epoch": 3, "loss": 0.3125}),
+        ("에폭 3, 평균손실: 0.3125", {"loss": 0.3125}),
+    ],
+)
+def test_counters_and_losses_in_other_spellings(line: str, want: dict) -> None:
+    v = vals(line)
+    assert {k: v.get(k) for k in want} == want
+
+
+def test_an_evaluation_loss_written_without_spaces_is_not_the_loss() -> None:
+    assert "loss" not in vals("第3轮, 验证损失: 0.51")
+
+
+def test_a_table_cell_with_one_decimal_in_brackets_is_a_list() -> None:
+    r = run(
+        [
+            "Step      Train loss            Test loss             Test metric",
+            "0         [2.1e+00, 3.0e-01]    [2.2e+00, 3.1e-01]    [9.1e-01]",
+            "1000      [4.1e-01, 2.2e-02]    [4.4e-01, 2.5e-02]    [2.5e-01]",
+        ]
+    )
+    assert (r.step, r.loss) == (1000, None)
+
+
+def test_an_epoch_summary_after_a_loop_counting_global_steps() -> None:
+    r = run(["Step 300, Loss: 0.61", "Step 400, Loss: 0.58", "Epoch 2 completed. Average loss: 0.6"])
+    assert (r.step, r.loss) == (400, 0.58)
+
+
+def test_a_final_summary_inside_the_last_report_interval() -> None:
+    lines = [f"Step {s:5d}, Loss: {1 - s / 10000:.4f}" for s in range(5800, 6050, 50)]
+    r = run([*lines, "Target loss of 0.3 achieved at step 6034! Final Loss: 0.38"])
+    assert (r.step, r.loss) == (6000, 0.4)
+
+
+def test_a_generic_time_in_an_epoch_only_record_is_the_epochs_duration() -> None:
+    r = run(
+        [
+            "Epoch 9/9:",
+            "  Train Loss: 0.0612, Train Acc: 97.1%",
+            "  Val Loss: 0.9, Val Acc: 80%",
+            "  Time: 412.5s, LR: 0.0001",
+        ]
+    )
+    assert (r.step, r.loss, r.step_time_s) == (9, 0.0612, None)
+
+
+def test_a_metricless_bar_of_another_total_after_training_bars() -> None:
+    r = run(
+        [
+            "Epoch 2/2",
+            "9000/9600 [==========================>...] - ETA: 4s - loss: 0.3106 - acc: 0.91",
+            "9600/9600 [==============================] - 51s - loss: 0.3110 - acc: 0.91",
+            "predicting",
+            "1000/1207 [=======================>......] - ETA: 0s",
+        ]
+    )
+    assert (r.step, r.loss) == (9600, 0.311)
+
+
+def test_set_sizes_are_not_a_round_counter() -> None:
+    assert "step" not in vals("train 161815, val 9344, test 15725")

@@ -74,6 +74,9 @@ class ProgressSample:
     # a counter line whose metrics are all evaluation metrics (boosting rounds scored on a
     # validation set only): training progress when the log shows no other
     eval_metrics_only: bool = False
+    # the step time is a bare `time`/`duration` of the line (no per-step unit or key): on a
+    # line of an epoch-only record it is the epoch's duration
+    step_time_generic: bool = False
 
     def has_metrics_besides_counters(self) -> bool:
         return self.loss_is_nan or any(

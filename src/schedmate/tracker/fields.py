@@ -127,8 +127,21 @@ def split_camel(key: str) -> str:
 
 def key_words(key: str) -> list[str]:
     """The words of a key: `train/iters_average_Loss` -> [train, iters, average, loss]."""
-    drop = lexicon().function_words
-    return [w for w in _WORD_SPLIT.split(key.lower()) if w and w not in drop]
+    lex = lexicon()
+    out = []
+    for w in _WORD_SPLIT.split(key.lower()):
+        if not w or w in lex.function_words:
+            continue
+        if not w.isascii() and (head := _cjk_loss_head(w)) is not None:
+            out += [w[: -len(head)], head]  # `平均損失` (average loss): words written without spaces
+        else:
+            out.append(w)
+    return out
+
+
+def _cjk_loss_head(word: str) -> str | None:
+    heads = (h for h in lexicon().loss_heads if not h.isascii() and len(word) > len(h) and word.endswith(h))
+    return next(heads, None)
 
 
 @lru_cache(maxsize=8192)

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from schedmate.tracker.fields import (
     RATE_UNITS,
+    THROUGHPUT_WORDS,
     done_words,
     field_for_key,
     is_eval_key,
@@ -70,6 +71,7 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+_BAR_UNIT_RATE = re.compile(r"s/(?P<a>[A-Za-z]{1,12})|(?P<b>[A-Za-z]{1,12})/s")
 _BAR_NOTOTAL_HINT = re.compile(r"\d[a-z]+ \[[\d:]+,")  # `11it [00:06, 1.6it/s]`: a bar with no total
 _BAR_NOTOTAL = re.compile(
     r"(?P<n>\d+)(?P<unit>it|[a-z]+) \[(?P<elapsed>[\d:]+),\s*(?P<rate>"
@@ -269,6 +271,10 @@ def _parse_bar(c: Candidates, text: str) -> str:
         val = to_float(rate)
         if val is not None:
             apply_rate(c, val, m["unit"], 3)
+            if "step_time" not in c.values and (own := _BAR_UNIT_RATE.fullmatch(m["unit"])) is not None:
+                # a bar's own unit (`unit="ep"`: `666.74s/ep`, `3.1ep/s`) is what it counts
+                if not THROUGHPUT_WORDS.match(own["a"] or own["b"]):
+                    c.put("step_time", 3, val if own["a"] else 1.0 / val)
             if (t := c.get("step_time")) is not None and t < _FASTEST_STEP_S:
                 c.is_eval = c.eval_context = True  # 200,000 it/s: items of other work, not steps
     el = parse_duration(m["elapsed"])
@@ -512,7 +518,9 @@ def parse_line(text: str) -> Candidates:
         and "epoch" not in c.values
         and ("loss" in c.values or c.n_eval_keys or c.components)
     ):
-        lead = _LEADING_COUNTER.match(body) or _LEADING_ROUND.match(body)
+        lead = _LEADING_COUNTER.match(body)
+        if lead is None and ("loss" in c.values or c.components):  # (`train 1618159, val 93443`: sizes)
+            lead = _LEADING_ROUND.match(body)
         if lead is not None:  # `[250]  train-rmse: x`, `24:  learn: x  total: 9ms`: a bare round counter
             c.put("step", 6, float(lead["n"] or lead["m"]))
     if (

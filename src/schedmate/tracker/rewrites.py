@@ -18,9 +18,13 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     if _GLUED_KEY.search(body) is not None:
         body = _GLUED_KEY.sub(" ", body)  # `learn 0.29passed: 17 sec`: a key glued to the value before it
     if _glued_counter().search(body) is not None:
-        body = _glued_counter().sub(
-            r"\1 \2", body
-        )  # `EP36,`, `iter500 loss`: a counter name glued to its number
+        # `EP36,`, `iter500 loss`, `epoch[319], iter[8299]`: a counter name glued to its number
+        body = _glued_counter().sub(lambda m: f"{m[1]} {m[2] or m[3]}", body)
+    if "/" in body and (pair := _PAIRED_FRACTION.search(body)) is not None:
+        # `step/total_step: 50/60`: two keys and their two values
+        body = (
+            body[: pair.start()] + f"{pair['a']}: {pair['n']}, {pair['b']}: {pair['d']}" + body[pair.end() :]
+        )
     if (sets := _bare_set_values(body)) is not None:
         body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
@@ -56,7 +60,14 @@ def _glued_counter() -> re.Pattern[str]:
         if k.isascii() and k.isalpha() and len(k) >= 2 and rank <= 1
     }
     alternatives = "|".join(sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?:^|(?<=[\s,|\[(]))({alternatives})(\d+)(?=[\s,:;|\])]|$)", re.I)
+    return re.compile(
+        rf"(?:^|(?<=[\s,|\[(:]))({alternatives})(?:\[\s*(\d+)\s*\]|(\d+))(?=[\s,:;|\])]|$)", re.I
+    )
+
+
+_PAIRED_FRACTION = re.compile(
+    r"(?<![\w/])(?P<a>[^\W\d]\w{0,30})/(?P<b>[^\W\d]\w{0,30})\s*[:=]\s*(?P<n>\d+)\s*/\s*(?P<d>\d+)(?![\w./])"
+)
 
 
 @lru_cache(maxsize=1)

@@ -63,6 +63,7 @@ def sample_of(line_no: int, text: str, c: Candidates) -> ProgressSample | None:
         loss=None if loss is None or math.isnan(loss) else loss,
         loss_is_nan=c.loss_is_nan,
         step_time_s=g("step_time"),
+        step_time_generic=c.generic_time is not None and v.get("step_time") == c.generic_time,
         throughput=thr,
         lr=g("lr"),
         elapsed_s=g("elapsed"),
@@ -100,9 +101,10 @@ def _row_tokens(text: str) -> list[str]:
     if "[" not in text:
         return text.split()
 
-    def cell(m: re.Match[str]) -> str:  # (`[19]`, one number, is a bracketed counter)
+    def cell(m: re.Match[str]) -> str:  # (`[19]`, one whole number, is a bracketed counter)
         items = [x for x in re.split(r"[,\s]+", m[1].strip()) if x]
-        return "[]" if len(items) != 1 and all(_ROW_TOKEN.match(x) for x in items) else m[0]
+        one_count = len(items) == 1 and items[0].isdigit()
+        return "[]" if not one_count and all(_ROW_TOKEN.match(x) for x in items) else m[0]
 
     return _LIST_CELL.sub(cell, text).split()
 

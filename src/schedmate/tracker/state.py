@@ -25,6 +25,7 @@ from schedmate.tracker.samples import KeyValueTable, TableReader, parse_timestam
 from schedmate.tracker.templates import mask_line
 from schedmate.tracker.trailing import (
     CONTINUATION,
+    drop_bars_of_another_loop,
     drop_epoch_reports,
     drop_headers_after_a_bar,
     drop_trailing_summaries,
@@ -161,6 +162,7 @@ def summarize(
     train = drop_trailing_timings(train)
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
+    train = drop_bars_of_another_loop(train)
     if not train or never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
@@ -171,6 +173,7 @@ def summarize(
     step = anchor.step if anchor else None
 
     values: dict[str, object] = {}
+    sources: dict[str, ProgressSample] = {}
     # a complete line of its own states its own fields: an earlier non-bar line of another
     # format at the same step (`Iteration 500, loss = 4.0` before `Iteration 500, lr = 1e-4`)
     # is another progress line, not part of this one
@@ -185,14 +188,14 @@ def summarize(
     for s, bar in reversed(record):
         if bar or (s.step is not None and s.step != step):
             continue
-        _take(values, s)
+        _take(values, s, sources)
     # pass 2: the rest of the record, newest first; a bar counting something else (another
     # step) does not lend its values to a counter line of its own (`Epoch 2, loss ...` after
     # it), nor to a bar at another step (one that says `?it/s` has no known rate)
     for s, bar in reversed(record):
         if bar and step is not None and s.step is not None and s.step != step:
             continue
-        _take(values, s)
+        _take(values, s, sources)
 
     total = anchor.total_steps if anchor else None
     if total is None and step is not None:
@@ -205,6 +208,10 @@ def summarize(
     step_time = values.get("step_time_s")
     if anchor is not None and _cumulative(train):
         step_time = None
+    by = sources.get("step_time_s")
+    if anchor is not None and anchor.step == anchor.epoch and by is not None and by is not anchor:
+        if by.step_time_generic and by.step is None:
+            step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
     thr = values.get("throughput")
     if (
         step_time is None
@@ -336,11 +343,12 @@ def _not_started(s: ProgressSample) -> bool:
     return s.epoch == 0 and s.step == 0 and not s.has_metrics_besides_counters()
 
 
-def _take(values: dict[str, object], s: ProgressSample) -> None:
+def _take(values: dict[str, object], s: ProgressSample, sources: dict[str, ProgressSample]) -> None:
     for f in _FIELDS:
         val = getattr(s, f)
         if val is not None and f not in values:
             values[f] = val
+            sources[f] = s
     if s.loss_is_nan and "loss" not in values:
         values["loss"] = float("nan")
 

@@ -16,6 +16,7 @@ from schedmate.tracker.parse import strip_timestamps
 
 __all__ = [
     "CONTINUATION",
+    "drop_bars_of_another_loop",
     "drop_epoch_reports",
     "drop_headers_after_a_bar",
     "drop_trailing_summaries",
@@ -63,9 +64,16 @@ def drop_trailing_summaries(
         if s.step is None:
             reached = True
         elif s.epoch is not None and s.step == s.epoch:  # an epoch summary: compare epochs
-            reached = any(x.epoch is not None and x.epoch >= s.epoch for x in loop[-50:])
+            # (a loop counting only global steps reached the epoch it just summarised)
+            reached = all(x.epoch is None for x in loop[-50:]) or any(
+                x.epoch is not None and x.epoch >= s.epoch for x in loop[-50:]
+            )
         else:
-            reached = any(x.step is not None and x.step >= s.step for x in loop[-50:])
+            # reached, or stopped before the loop's next report (`Target reached at step 6034`
+            # after reports every 50 steps up to 6000): the summary closes that loop
+            steps = [x.step for x in loop[-50:] if x.step is not None]
+            gap = steps[-1] - steps[-2] if len(steps) > 1 and steps[-1] > steps[-2] else 0
+            reached = bool(steps) and max(steps) + gap >= s.step
         if not reached:
             break
         end -= 1
@@ -124,6 +132,31 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
         _epoch_report,
         lambda s, bar: s.epoch == last_epoch and s.step != s.epoch and (s.loss is not None or s.loss_is_nan),
     )
+
+
+def _is_bar(s: ProgressSample, bar: bool) -> bool:
+    return bar or bool(_PROGBAR.search(s.text))
+
+
+def drop_bars_of_another_loop(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """Bars without any metric after the training bars, counting to another total
+    (`20000/22124 [====>..] - ETA: 0s` after `88493/88493 [...] - loss: 0.28`): a prediction
+    or evaluation pass after training, not its progress."""
+    total = train[-1][0].total_steps if train else None
+
+    def metricless(s: ProgressSample, bar: bool) -> bool:
+        measured = (s.loss, s.step_time_s, s.throughput, s.lr)
+        return (
+            _is_bar(s, bar)
+            and s.total_steps == total
+            and all(v is None for v in measured)
+            and not s.loss_is_nan
+        )
+
+    def lossful_bar(s: ProgressSample, bar: bool) -> bool:
+        return _is_bar(s, bar) and (s.loss is not None or s.loss_is_nan) and s.total_steps != total
+
+    return _drop_trailing(train, metricless, lossful_bar) if total is not None else train
 
 
 def _timing_report(s: ProgressSample, bar: bool) -> bool:
