@@ -271,10 +271,10 @@ def _parse_bar(c: Candidates, text: str) -> str:
         val = to_float(rate)
         if val is not None:
             apply_rate(c, val, m["unit"], 3)
-            if "step_time" not in c.values and (own := _BAR_UNIT_RATE.fullmatch(m["unit"])) is not None:
+            own = _BAR_UNIT_RATE.fullmatch(m["unit"]) if "step_time" not in c.values else None
+            if own is not None and not THROUGHPUT_WORDS.match(own["a"] or own["b"]):
                 # a bar's own unit (`unit="ep"`: `666.74s/ep`, `3.1ep/s`) is what it counts
-                if not THROUGHPUT_WORDS.match(own["a"] or own["b"]):
-                    c.put("step_time", 3, val if own["a"] else 1.0 / val)
+                c.put("step_time", 3, val if own["a"] else 1.0 / val)
             if (t := c.get("step_time")) is not None and t < _FASTEST_STEP_S:
                 c.is_eval = c.eval_context = True  # 200,000 it/s: items of other work, not steps
     el = parse_duration(m["elapsed"])

@@ -209,9 +209,9 @@ def summarize(
     if anchor is not None and _cumulative(train):
         step_time = None
     by = sources.get("step_time_s")
-    if anchor is not None and anchor.step == anchor.epoch and by is not None and by is not anchor:
-        if by.step_time_generic and by.step is None:
-            step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
+    epoch_only = anchor is not None and anchor.step == anchor.epoch
+    if epoch_only and by is not None and by is not anchor and by.step_time_generic and by.step is None:
+        step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
     thr = values.get("throughput")
     if (
         step_time is None
