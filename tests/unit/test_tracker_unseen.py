@@ -259,3 +259,25 @@ def test_a_metricless_bar_of_another_total_after_training_bars() -> None:
 
 def test_set_sizes_are_not_a_round_counter() -> None:
     assert "step" not in vals("train 161815, val 9344, test 15725")
+
+
+def test_a_settings_dump_printed_as_a_dict_is_no_progress() -> None:
+    dump = (
+        "{'run_dir': 'out/exp7', 'data_path': '/data/corpus', 'mode': 'sft', 'resume': '', 'epochs': 3,"
+        " 'mean_loss': 0, 'seed': -1, 'precision': 'bf16', 'lr': 0.0001, 'grad_ckpt': True}"
+    )
+    assert "loss" not in vals(dump)
+    # a metrics record with one text field is still a record
+    assert (
+        vals("{'mode': 'train', 'epoch': 2, 'iter': 40, 'lr': 0.01, 'loss': 0.52, 'time': 0.3}").get("loss")
+        == 0.52
+    )
+
+
+def test_headerless_rows_ending_in_a_date_and_a_count() -> None:
+    rows = [
+        f"{i} {2.0 - 0.2 * i:.6f} {3.0 - 0.2 * i:.4f} 0.00002000 2026-01-0{i + 1} 10:0{i}:00.5 {i}"
+        for i in range(6)
+    ]
+    r = run(["{'run_dir': 'out/exp7', 'data': 'json', 'a': 'b', 'c': '', 'd': 1, 'e': 'x'}", *rows])
+    assert (r.step, r.loss) == (5, pytest.approx(1.0))

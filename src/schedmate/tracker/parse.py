@@ -370,6 +370,9 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
         pairs = _QUOTED_KV.findall(t)
     if not pairs:
         return False
+    texts = sum(1 for _, v in pairs if _VALUE_UNIT.match(v.strip()) is None)
+    if len(pairs) >= 6 and texts >= 0.3 * len(pairs):
+        return True  # a settings dump (`{'proj_dir': 'out/x', 'data_file': 'json', 'avg_loss': 0, ...}`)
     for k, v in pairs:
         if normalise_key(k) == "epoch" and v.strip().isdigit():
             c.epoch_whole = True  # a per-epoch record; fractional epochs (`0.45`) are positions

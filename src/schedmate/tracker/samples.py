@@ -315,11 +315,12 @@ def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = Fal
 
 _BARE_NUM = r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?"
 # `36 0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32`, `1900/ 2000: 2.17` (a counter of a
-# total), `[ 13.  0.155  0.162  0.94 ]` (an array printed per epoch: the counter, then values)
+# total), `[ 13.  0.155  0.162  0.94 ]` (an array printed per epoch: the counter, then values),
+# `4 0.17 1.19 2025-05-30 18:13:28.73 4` (then a date, a time, a count)
 _BARE_ROW = re.compile(
     r"^\s*(?:\[[^\]]{1,40}\]\s*)?(?P<open>\[\s*)?(?P<n>\d+)\.?(?:\s*/\s*\d+)?:?[\s,;]+"
     r"(?:(?P<w>[^\W\d]\w{0,15})[\s,;]+)?"
-    rf"(?P<v>{_BARE_NUM})(?:[\s,;]+{_BARE_NUM}){{0,6}}\s*(?(open)\]|)\s*$"
+    rf"(?P<v>{_BARE_NUM})(?:[\s,;]+{_BARE_NUM}){{0,6}}(?:[\s,;]+[\d:.\-+]{{1,30}}){{0,4}}\s*(?(open)\]|)\s*$"
 )
 
 
