@@ -281,3 +281,37 @@ def test_headerless_rows_ending_in_a_date_and_a_count() -> None:
     ]
     r = run(["{'run_dir': 'out/exp7', 'data': 'json', 'a': 'b', 'c': '', 'd': 1, 'e': 'x'}", *rows])
     assert (r.step, r.loss) == (5, pytest.approx(1.0))
+
+
+def test_a_periodic_estimate_of_the_splits_after_in_loop_lines() -> None:
+    lines = [f"it {i}: loss {3 - i / 100:.4f}, dt 120.5ms" for i in range(0, 100, 10)]
+    r = run([*lines, "step 100: train loss 1.9500, val loss 2.1000"])
+    assert (r.step, r.loss, r.step_time_s) == (90, 2.1, pytest.approx(0.1205))
+    # a log whose every line reports both splits keeps them as its progress
+    r = run([f"Epoch {e} | Train Loss: {1 / e:.3f} | Val Loss: {1.2 / e:.3f}" for e in range(1, 6)])
+    assert (r.step, r.loss) == (5, 0.2)
+
+
+def test_a_logger_record_glued_after_a_bar_is_its_own_record() -> None:
+    r = run(
+        [
+            " 10%|#         | 10/100 [01:00<09:00,  6.00s/it]",
+            " 11%|#         | 11/100 [01:06<08:54,  6.00s/it][WARN|trainer.py:99] 2024-01-02 10:00:00 >> ***** Running Evaluation *****",
+        ]
+    )
+    assert (r.step, r.step_time_s) == (11, 6.0)
+
+
+def test_a_description_counting_the_bars_items_yields_to_the_bar() -> None:
+    v = vals("ep 2 | it 99/100 | loss 0.31: 100%|##########| 100/100 [00:10<00:00,  9.9it/s]")
+    assert (v.get("step"), v.get("total_steps"), v.get("loss")) == (100, 100, 0.31)
+    # a counter printed after the bar is its own (`... 3.4it/s]epoch 1 batch id 201 loss ...`)
+    v = vals(" 20%|##        | 200/1000 [01:00<04:00,  3.4it/s]epoch 1 batch id 201 loss 0.5")
+    assert v.get("step") == 201
+
+
+def test_a_bar_rate_that_grows_is_still_per_step() -> None:
+    lines = [
+        f" 20%|##        | {n}/500 [10:00<40:00, {30 + (n - 100) * 0.2:.2f}s/it]" for n in range(100, 106)
+    ]
+    assert run(lines).step_time_s == pytest.approx(31.0)

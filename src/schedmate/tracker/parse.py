@@ -64,7 +64,11 @@ _CTIME = re.compile(
     r"\d{2}:\d{2}:\d{2} \d{4}\b"
 )
 # a line that carries another log record glued to its end (tqdm without newline)
-_GLUE = re.compile(r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+# a record glued before a timestamp, or a logger's record written right after a tqdm bar's
+# closing bracket (`12.21s/it][INFO|trainer.py:3158] ...`): one write each
+_GLUE = re.compile(
+    r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})|(?<=(?:it/s|s/it)\])(?=\[[A-Za-z])"
+)
 
 _BAR = re.compile(
     r"(?P<pct>\d{1,3})%\s*(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
@@ -266,6 +270,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
         return desc + " " * (m.end() - m.start()) + text[m.end() :]
     c.put("step", 3, float(m["n"]))
     c.put("total_steps", 3, float(m["total"]))
+    if re.search(r"\d\s*/\s*" + m["total"] + r"\b", desc):  # the description counts the bar's items too
+        c.bar_count = (float(m["n"]), float(m["total"]))
     rate = m["rate"]
     if rate != "?":
         val = to_float(rate)
@@ -544,6 +550,10 @@ def parse_line(text: str) -> Candidates:
         c.n_metrics += 1
     if c.eval_metric and "loss" not in c.values:
         c.is_eval = True
+    if c.bar_count is not None and c.get("total_steps") == c.bar_count[1] and c.get("step") != c.bar_count[0]:
+        # `Batch 468/469 ...: 100%| 469/469`: a description counting the bar's own items (one
+        # behind, 0-based) is the bar's counter
+        c.values["step"] = (c.values["step"][0], c.bar_count[0])
     finish_line(c, body)
     return c
 

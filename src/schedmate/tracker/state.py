@@ -20,7 +20,7 @@ from functools import lru_cache
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
 from schedmate.tracker.events import EventDetector
 from schedmate.tracker.fields import lexicon
-from schedmate.tracker.parse import strip_timestamps
+from schedmate.tracker.parse import EVAL_WORDS, strip_timestamps
 from schedmate.tracker.samples import KeyValueTable, TableReader, parse_timestamp, sample_from_line
 from schedmate.tracker.templates import mask_line
 from schedmate.tracker.trailing import (
@@ -163,6 +163,7 @@ def summarize(
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
     train = drop_bars_of_another_loop(train)
+    train = _drop_split_estimates(train)
     if not train or never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))
     last = train[-1][0]
@@ -255,6 +256,28 @@ def summarize(
     )
 
 
+def _drop_split_estimates(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """A closing line of another format that reports an evaluation set beside its training
+    loss (`step 250: train loss 1.54, val loss 1.72` after `iter 240: loss 1.65, time ...`):
+    a periodic estimate over the data splits, not a training step; the in-loop line that
+    precedes it is the progress (as an end-of-epoch summary yields to it)."""
+    if len(train) < 3:
+        return train
+    last, prev = train[-1][0], train[-2][0]
+    if (
+        last.loss is None
+        or prev.loss is None
+        or last.step is None
+        or prev.step is None
+        or prev.step > last.step
+        or _same_format(last, prev)
+        or _stream(train[-3][0]) != _stream(prev)
+        or not EVAL_WORDS.search(last.text)
+    ):
+        return train
+    return train[:-1]
+
+
 def _same_format(a: ProgressSample, b: ProgressSample) -> bool:
     """One line format (a line cut while written has a prefix of its format)."""
     sa, sb = _stream(a), _stream(b)
@@ -277,10 +300,13 @@ def _rounds_without_training(
 
 def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
     """A "step time" that grows with the step like time since the start is a cumulative
-    elapsed time (`... 21477 sec` each line), not seconds per step."""
-    pts = [(_global_step(s), s.step_time_s) for s, _ in train[-200:] if s.step is not None and s.step_time_s][
-        -4:
-    ]
+    elapsed time (`... 21477 sec` each line), not seconds per step. (A bar's rate is per item
+    by definition, even when it grows step after step: a job slowing down.)"""
+    pts = [
+        (_global_step(s), s.step_time_s)
+        for s, bar in train[-200:]
+        if not bar and s.step is not None and s.step_time_s
+    ][-4:]
     if len(pts) < 4 or any(b[0] <= a[0] or b[1] <= a[1] for a, b in zip(pts, pts[1:], strict=False)):
         return False
     (s0, t0), (s1, t1) = pts[-2], pts[-1]

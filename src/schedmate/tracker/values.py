@@ -52,6 +52,7 @@ class Candidates:
     kind_loss: tuple[int, float] | None = None  # a loss named by its kind (`lm loss`)
     aux_components: int = 0  # regulariser terms beside the loss (`load_balancing_loss`, `aux_loss`)
     bare_count: bool = False  # a bar with neither total, description nor postfix
+    bar_count: tuple[float, float] | None = None  # a bar's n/total, when its description counts them too
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
     rest: str = ""
