@@ -315,3 +315,30 @@ def test_a_bar_rate_that_grows_is_still_per_step() -> None:
         f" 20%|##        | {n}/500 [10:00<40:00, {30 + (n - 100) * 0.2:.2f}s/it]" for n in range(100, 106)
     ]
     assert run(lines).step_time_s == pytest.approx(31.0)
+
+
+def test_a_fractional_total_column_beside_loss_terms_is_the_loss() -> None:
+    r = run(
+        [
+            "     Ep    mem    reg    conf    cat    total    n    size",
+            "   3/99   2.1G   0.08   0.12   0.02   0.2200   14    640",
+            "   4/99   2.1G   0.07   0.11   0.02   0.2000   16    640",
+        ]
+    )
+    assert r.loss == pytest.approx(0.2)
+
+
+def test_an_evaluate_bar_after_the_last_epochs_bar() -> None:
+    fit = [
+        line
+        for e in (1, 2)
+        for line in (
+            f"Epoch {e}/2",
+            f"50/50 ━━━━━━━━━━━━━━━━━━━━ 1s 20ms/step - acc: 0.9 - loss: 0.{5 - e}000",
+        )
+    ]
+    r = run([*fit, "50/50 ━━━━━━━━━━━━━━━━━━━━ 0s 5ms/step - acc: 0.8 - loss: 0.7100"])
+    assert (r.loss, r.step_time_s) == (0.3, pytest.approx(0.02))
+    # the epoch's own closing update with validation metrics is still the epoch
+    r = run([*fit, "50/50 [==============================] - 1s 20ms/step - loss: 0.3000 - val_loss: 0.3500"])
+    assert r.loss == 0.3

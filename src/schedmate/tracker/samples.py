@@ -254,6 +254,8 @@ class TableReader:
                         c.put("total_steps", rank, float(b))
                     else:
                         c.total_epochs = int(b)
+                elif name == "total_if_step" and "." in tok and "/" not in tok:
+                    c.put("loss", 5, float(tok))  # a fractional `total` column: the summed loss
                 elif name in ("step", "loss", "epoch", "lr", "total_steps"):
                     c.put(name, rank, float(tok.replace(",", "")))
                     if name == "loss" and math.isnan(float(tok)):

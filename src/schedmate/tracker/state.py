@@ -27,6 +27,7 @@ from schedmate.tracker.trailing import (
     CONTINUATION,
     drop_bars_of_another_loop,
     drop_epoch_reports,
+    drop_evaluate_after_fit,
     drop_headers_after_a_bar,
     drop_trailing_summaries,
     drop_trailing_timings,
@@ -163,6 +164,7 @@ def summarize(
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
     train = drop_bars_of_another_loop(train)
+    train = drop_evaluate_after_fit(train)
     train = _drop_split_estimates(train)
     if not train or never_moved([(s, bar) for s, bar in samples if not s.is_eval]):
         return TrackResult(file=file, events=tuple(events))

@@ -18,6 +18,7 @@ __all__ = [
     "CONTINUATION",
     "drop_bars_of_another_loop",
     "drop_epoch_reports",
+    "drop_evaluate_after_fit",
     "drop_headers_after_a_bar",
     "drop_trailing_summaries",
     "drop_trailing_timings",
@@ -157,6 +158,28 @@ def drop_bars_of_another_loop(train: list[tuple[ProgressSample, bool]]) -> list[
         return _is_bar(s, bar) and (s.loss is not None or s.loss_is_nan) and s.total_steps != total
 
     return _drop_trailing(train, metricless, lossful_bar) if total is not None else train
+
+
+_FINISHED_PROGBAR = re.compile(r"^\s*(\d+)/\1 (?:\[[=>.]+\]|[━─]+)")
+
+
+def drop_evaluate_after_fit(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """A finished Keras-style bar right after the finished bar of the last epoch, with no
+    `Epoch k/M` header between and other values (no `val_` metrics, which the epoch's own
+    closing update adds): an `evaluate()` pass after `fit()`, not another epoch."""
+    if len(train) < 3:
+        return train
+    (head, _), (done, _), (last, _) = train[-3:]
+    if not (_FINISHED_PROGBAR.match(done.text) and _FINISHED_PROGBAR.match(last.text)):
+        return train
+    if (
+        not _bare_epoch_header(head, False)
+        or "val_" in last.text
+        or last.loss is None
+        or last.loss == done.loss
+    ):
+        return train
+    return train[:-1]
 
 
 def _timing_report(s: ProgressSample, bar: bool) -> bool:
