@@ -342,3 +342,9 @@ def test_an_evaluate_bar_after_the_last_epochs_bar() -> None:
     # the epoch's own closing update with validation metrics is still the epoch
     r = run([*fit, "50/50 [==============================] - 1s 20ms/step - loss: 0.3000 - val_loss: 0.3500"])
     assert r.loss == 0.3
+
+
+def test_a_counter_noun_closing_a_sentence_with_a_fraction() -> None:
+    v = vals("Finished training it 1200/5000 of pass 1, 30.5 ms/it, loss 0.41")
+    assert (v.get("step"), v.get("total_steps"), v.get("loss")) == (1200, 5000, 0.41)
+    assert vals("Finished eval it 12/50 of pass 1").get("step") != 12

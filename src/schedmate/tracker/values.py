@@ -225,6 +225,12 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
 def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     unit = unit.strip()
     key, hit = resolve_key(c, raw_key)
+    if hit is None and "/" in raw_val and " " in raw_key.strip():
+        # `Finished training it 306969/306969 of ...`: a counter noun closing a sentence, with a
+        # value of a total, counts even where the sentence would make it prose
+        last = raw_key.lower().split()[-1]
+        if last in lexicon().step_nouns and not is_eval_key(normalise_key(raw_key)):
+            key, hit = last, ("step", 4)
     if key in _SUMMARY_KEYS:
         c.summary_keys += 1
     if hit is None:
