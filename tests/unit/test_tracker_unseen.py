@@ -348,3 +348,16 @@ def test_a_counter_noun_closing_a_sentence_with_a_fraction() -> None:
     v = vals("Finished training it 1200/5000 of pass 1, 30.5 ms/it, loss 0.41")
     assert (v.get("step"), v.get("total_steps"), v.get("loss")) == (1200, 5000, 0.41)
     assert vals("Finished eval it 12/50 of pass 1").get("step") != 12
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "$ python fit.py --data c10 --num_timesteps 4 --epochs 30",
+        "OMP_NUM_THREADS=4 torchrun --nproc_per_node 8 train.py --max_steps 5000 --lr 3e-4",
+        "> accelerate launch run.py --num_train_epochs 3",
+    ],
+)
+def test_a_command_line_with_options_is_no_progress(line: str) -> None:
+    assert vals(line) == {}
+    assert not run([line, "Traceback (most recent call last):", "RuntimeError: NCCL error"]).has_progress

@@ -355,6 +355,11 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 _HAS_NUMBER = re.compile(r"\d|nan|inf", re.I)
+# a shell command with options: a prompt, or a launcher or interpreter, then `--option`s
+_COMMAND_LINE = re.compile(
+    r"^\s*(?:[$>%#]\s+|(?:\w+=\S+\s+)*(?:python[\d.]*|torchrun|deepspeed|accelerate|srun|mpirun|horovodrun)\s)"
+    r"(?=.*\s--?[A-Za-z][\w-]*(?:[=\s]|$))"
+)
 _QUOTED_KV = re.compile(r"""['"]([^'"\n]{1,80})['"]\s*:\s*['"]?([^,'"}\]\n]*)['"]?""")
 _VALUE_UNIT = re.compile(_VALUE + r"\s*$")
 
@@ -452,6 +457,8 @@ def parse_line(text: str) -> Candidates:
         return c
     if not text.isascii():
         text = text.translate(_FULLWIDTH)  # `训练次数：1500，Loss：1.28`
+    if _COMMAND_LINE.match(text):
+        return c  # `$ python train.py --num_timesteps 4 ...`: a command's settings, not metrics
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
         finish_line(c, "")
         return c
