@@ -361,3 +361,14 @@ def test_a_counter_noun_closing_a_sentence_with_a_fraction() -> None:
 def test_a_command_line_with_options_is_no_progress(line: str) -> None:
     assert vals(line) == {}
     assert not run([line, "Traceback (most recent call last):", "RuntimeError: NCCL error"]).has_progress
+
+
+def test_keys_and_values_paired_by_slashes() -> None:
+    v = vals("ep 2, it 500/900, Loss start/end/total=0.25/0.5/0.75, lr=1e-5")
+    assert (v.get("step"), v.get("loss")) == (500, 0.75)
+
+
+def test_an_epoch_time_report_after_in_loop_lines_without_loss() -> None:
+    lines = [f"Epoch[4] Batch [{b}]\\tSpeed: 120.5 samples/sec\\tacc=0.9" for b in (100, 200, 300)]
+    r = run([*lines, "Epoch[4] Time cost=80.5", "Epoch[4] Validation-acc=0.91"])
+    assert r.step == 300

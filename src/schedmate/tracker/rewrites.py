@@ -23,11 +23,12 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     if _glued_counter().search(body) is not None:
         # `EP36,`, `iter500 loss`, `epoch[319], iter[8299]`: a counter name glued to its number
         body = _glued_counter().sub(lambda m: f"{m[1]} {m[2] or m[3]}", body)
-    if "/" in body and (pair := _PAIRED_FRACTION.search(body)) is not None:
-        # `step/total_step: 50/60`: two keys and their two values
-        body = (
-            body[: pair.start()] + f"{pair['a']}: {pair['n']}, {pair['b']}: {pair['d']}" + body[pair.end() :]
-        )
+    if "/" in body and (pair := _PAIRED_VALUES.search(body)) is not None:
+        # `step/total_step: 50/60`, `Loss span/answer/total=0.53/0.11/0.63`: keys and their values
+        keys, values = pair["k"].split("/"), re.split(r"\s*/\s*", pair["v"])
+        if len(keys) == len(values):
+            pairs = ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True))
+            body = body[: pair.start()] + pairs + body[pair.end() :]
     if (sets := _bare_set_values(body)) is not None:
         body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
@@ -68,8 +69,10 @@ def _glued_counter() -> re.Pattern[str]:
     )
 
 
-_PAIRED_FRACTION = re.compile(
-    r"(?<![\w/])(?P<a>[^\W\d]\w{0,30})/(?P<b>[^\W\d]\w{0,30})\s*[:=]\s*(?P<n>\d+)\s*/\s*(?P<d>\d+)(?![\w./])"
+_PAIR_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_PAIRED_VALUES = re.compile(
+    r"(?<![\w/])(?P<k>[^\W\d][\w ]{0,30}(?:/[^\W\d]\w{0,30}){1,5})\s*[:=]\s*"
+    rf"(?P<v>{_PAIR_NUM}(?:\s*/\s*{_PAIR_NUM}){{1,5}})(?![\w./])"
 )
 
 

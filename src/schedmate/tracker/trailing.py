@@ -125,13 +125,13 @@ def _epoch_report(s: ProgressSample, bar: bool) -> bool:
 
 
 def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """Epoch reports after an in-loop line of the same epoch (one with a step inside the epoch
-    and a loss) are not the latest progress line; that in-loop line is."""
+    """Epoch reports after an in-loop line of the same epoch (one with a step inside the epoch)
+    are not the latest progress line; that in-loop line is."""
     last_epoch = train[-1][0].epoch if train else None
     return _drop_trailing(
         train,
         _epoch_report,
-        lambda s, bar: s.epoch == last_epoch and s.step != s.epoch and (s.loss is not None or s.loss_is_nan),
+        lambda s, bar: s.epoch == last_epoch and s.step is not None and s.step != s.epoch,
     )
 
 
