@@ -27,8 +27,8 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
         # `step/total_step: 50/60`, `Loss span/answer/total=0.53/0.11/0.63`: keys and their values
         keys, values = pair["k"].split("/"), re.split(r"\s*/\s*", pair["v"])
         if len(keys) == len(values):
-            pairs = ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True))
-            body = body[: pair.start()] + pairs + body[pair.end() :]
+            paired = ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True))
+            body = body[: pair.start()] + paired + body[pair.end() :]
     if (sets := _bare_set_values(body)) is not None:
         body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
