@@ -372,3 +372,14 @@ def test_an_epoch_time_report_after_in_loop_lines_without_loss() -> None:
     lines = [f"Epoch[4] Batch [{b}]\\tSpeed: 120.5 samples/sec\\tacc=0.9" for b in (100, 200, 300)]
     r = run([*lines, "Epoch[4] Time cost=80.5", "Epoch[4] Validation-acc=0.91"])
     assert r.step == 300
+
+
+def test_rate_keys_are_neither_a_counter_nor_a_loss() -> None:
+    v = vals("fps step: 31000.5 fps total: 12040.2 epoch: 7/500")
+    assert (v.get("epoch"), v.get("loss")) == (7, None) and v.get("step") != 31000.5
+
+
+def test_a_decimal_under_batch_is_the_batch_time() -> None:
+    v = vals("Epoch: [2/90][40/500] Data 0.004 (0.210) Batch 1.375 (1.402) Loss 2.25 (2.31)")
+    assert (v.get("step"), v.get("step_time"), v.get("loss")) == (40, 1.375, 2.25)
+    assert "step_time" not in vals("update: 0.2462")  # a profile's total, not a batch meter

@@ -162,6 +162,7 @@ _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "tra
 
 
 _PAIRED_KEY = re.compile(r"^\s*([^\W\d][\w ]*?)\s*\([^\W\d]\w*\)\s*$")
+_RATE_WORDS = {"fps", "sps", "throughput", "speed"}
 _PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on", "until", "since"}
 _COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
 _TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
@@ -225,6 +226,23 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
 def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     unit = unit.strip()
     key, hit = resolve_key(c, raw_key)
+    if (
+        hit is not None
+        and hit[0] in ("step", "loss", "total_if_step")
+        and _RATE_WORDS & set(key_words(raw_key))
+    ):
+        # `fps step: 524282.0`, `fps total: 209712.3`: rates of that work, not a counter or a loss
+        val = to_float(raw_val)
+        if val is not None and c.throughput is None:
+            c.throughput = (val, key)
+        return False
+    if hit is not None and hit[0] == "step" and "." in raw_val and "/" not in raw_val:
+        # `Data 0.001 (0.550) Batch 2.924 (3.850)`: a counter is a whole number; a decimal under
+        # `batch` is the batch's time (a meter's current value before its average)
+        val = to_float(raw_val)
+        if val is not None and val != int(val) and key in ("batch", "bch"):
+            c.put("step_time", hit[1] + 4, seconds(val, unit or "s"))
+            return True
     if hit is None and "/" in raw_val and " " in raw_key.strip():
         # `Finished training it 306969/306969 of ...`: a counter noun closing a sentence, with a
         # value of a total, counts even where the sentence would make it prose
