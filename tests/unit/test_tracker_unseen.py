@@ -3,6 +3,8 @@ written here (keys, separators, orders and values of our own), none is a line of
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from linevals import vals
 
@@ -383,3 +385,28 @@ def test_a_decimal_under_batch_is_the_batch_time() -> None:
     v = vals("Epoch: [2/90][40/500] Data 0.004 (0.210) Batch 1.375 (1.402) Loss 2.25 (2.31)")
     assert (v.get("step"), v.get("step_time"), v.get("loss")) == (40, 1.375, 2.25)
     assert "step_time" not in vals("update: 0.2462")  # a profile's total, not a batch meter
+
+
+WIDGETS = [
+    "Loading checkpoint shards: 100%",
+    " 3/3 [00:41<00:00, 13.70s/it]",
+    "Tokenizing dataset: 100%",
+    " 500/500 [00:00<00:00, 5012.10 examples/s]",
+    "Traceback (most recent call last):",
+    "RuntimeError: compile failed",
+]
+
+
+def test_notebook_widget_bars_described_on_the_line_above(tmp_path: Path) -> None:
+    assert not run(WIDGETS).has_progress
+    # a training widget is progress
+    r = run(["Epoch 1: 100%", " 40/40 [00:20<00:00, 2.00it/s]"])
+    assert (r.step, r.step_time_s) == (40, 0.5)
+    # follow mode reads the line above the same way
+    import time
+
+    p = tmp_path / "nb.log"
+    p.write_text("\n".join(WIDGETS) + "\n")
+    deadline = time.monotonic() + 1.0
+    ups = list(MetricTracker().follow(p, poll_s=0.02, stop=lambda: time.monotonic() > deadline))
+    assert all(not u.result.has_progress for u in ups)

@@ -207,6 +207,11 @@ EVAL_WORDS = re.compile(
 )
 
 
+def not_training_bar(description: str) -> bool:
+    """A bar described as work other than training (loading, mapping, generating, evaluating)."""
+    return bool(_NOT_TRAINING_BAR.search(description) or EVAL_WORDS.search(description))
+
+
 # a logger's source location `package.module:function:123` is not `function: 123`
 # and a source file's line (`train.py:123]`, glog's `140 solver.cpp:228]`) is not a counter either
 _SOURCE_LOCATION = re.compile(r"\b[A-Za-z_][\w.]{0,200}:[A-Za-z_<][\w.<>]{0,200}:\d+\b")

@@ -23,7 +23,7 @@ from schedmate.logio import (
 )
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.mapper import FieldMapper
-from schedmate.tracker.parse import parse_line
+from schedmate.tracker.parse import not_training_bar, parse_line
 from schedmate.tracker.samples import headerless_rows
 from schedmate.tracker.state import (
     EventDetector,
@@ -107,6 +107,10 @@ def _config_total_of(text: str) -> int | None:
         return None
     t = parse_line(text).get("total_steps")
     return int(t) if t and t > 0 else None
+
+
+_WIDGET_COUNT = re.compile(r"^\s*\d+/\d+ \[")  # a bar's counter with no description before it
+_WIDGET_DESC = re.compile(r"\d{1,3}%\s*$")  # a widget bar's description line, ending in its percentage
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,11 +217,18 @@ class MetricTracker:
         return self.settings.use_llm and self.mapper.llm is not None
 
     def _line_samples(
-        self, table: TableReader, no: int, text: str, kind: LineKind, *, llm: bool = False
+        self,
+        table: TableReader,
+        no: int,
+        text: str,
+        kind: LineKind,
+        *,
+        llm: bool = False,
+        prev: str = "",
     ) -> list[tuple[ProgressSample, bool, float | None]]:
         """Samples of one line: a table row, a parsed progress line, or (with `llm`, once per
         template) an LLM-mapped one; other lines may be a table header. (sample, is_bar,
-        batch_size)."""
+        batch_size). `prev` is the line before (a notebook widget bar's description)."""
         row = table.row(no, text)
         if row is not None:
             return [(row, False, None)]
@@ -226,6 +237,16 @@ class MetricTracker:
                 table.header_text = text
             return []
         got = sample_from_line(no, text)
+        if (
+            got
+            and prev
+            and _WIDGET_COUNT.match(text)
+            and _WIDGET_DESC.search(prev)
+            and not_training_bar(prev)
+        ):
+            # a notebook widget copied as text: `Loading checkpoint shards: 100%` on one line,
+            # ` 4/4 [01:02<00:00, 12.78s/it]` on the next; the description says what it counts
+            got = [(replace(s, is_eval=True), bar, bs) for s, bar, bs in got]
         if not got and llm:
             mapping = self.mapper.mapping_for(mask_line(text), text)
             s = mapping.apply(no, text) if mapping is not None else None
@@ -294,7 +315,7 @@ class MetricTracker:
                 continue
             if (done := kv.flush()) is not None:
                 samples.append((sections.mark(done), False))
-            got = self._line_samples(table, no, text, kind, llm=llm)
+            got = self._line_samples(table, no, text, kind, llm=llm, prev=lines[i - 1] if i else "")
             for s, bar, bs in got:
                 samples.append((sections.mark(s), bar))
                 batch_size = bs or batch_size
@@ -389,6 +410,7 @@ class MetricTracker:
                     on_idle_event(ev)
             return bool(stop and stop())
 
+        prev_text = ""
         for line in follow_lines(Path(path), poll_s=poll_s, stop=_poll):
             new: list[TrackEvent] = idle[:]
             idle.clear()
@@ -399,10 +421,11 @@ class MetricTracker:
             ask = embed and not rules_read
             kind = self.classifier.classify_batch([line.text], embed=ask)[0]
             got = [(sections.mark(done), False)] if done is not None else []
-            ruled = self._line_samples(table, line.no, line.text, kind)
+            ruled = self._line_samples(table, line.no, line.text, kind, prev=prev_text)
             rules_read = rules_read or any(not s.is_eval for s, _, _ in ruled)
             if not ruled and ask:
-                ruled = self._line_samples(table, line.no, line.text, kind, llm=True)
+                ruled = self._line_samples(table, line.no, line.text, kind, llm=True, prev=prev_text)
+            prev_text = line.text
             got += [(sections.mark(s), bar) for s, bar, _ in ruled]
             if not got and kind is not LineKind.PROGRESS and table.header_text is not line.text:
                 marker = sections.announce(line.no, line.text)
