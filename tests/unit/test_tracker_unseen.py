@@ -410,3 +410,9 @@ def test_notebook_widget_bars_described_on_the_line_above(tmp_path: Path) -> Non
     deadline = time.monotonic() + 1.0
     ups = list(MetricTracker().follow(p, poll_s=0.02, stop=lambda: time.monotonic() > deadline))
     assert all(not u.result.has_progress for u in ups)
+
+
+def test_durations_in_milliseconds() -> None:
+    from schedmate.tracker.values import parse_duration
+
+    assert (parse_duration("250ms"), parse_duration("1.5MS"), parse_duration("ms")) == (0.25, 0.0015, None)

@@ -269,7 +269,7 @@ def _parse_bar(c: Candidates, text: str) -> str:
         return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
     c.is_bar = True
     desc = text[: m.start()]
-    if EVAL_WORDS.search(desc) or _NOT_TRAINING_BAR.search(desc):
+    if not_training_bar(desc):
         c.is_eval = c.eval_context = True
     if m["n"] == "0" and m["rate"] == "?":  # a bar that has not moved: nothing ran yet
         return desc + " " * (m.end() - m.start()) + text[m.end() :]

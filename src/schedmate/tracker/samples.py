@@ -301,12 +301,8 @@ def _column_role(key: str) -> tuple[str, int] | None:
 def _table_time(c: Candidates, name: str, rank: int, tok: str, *, ms: bool = False) -> None:
     """A time cell: seconds (milliseconds under a `_ms` column), a clock duration (`00:44`), or
     a number with its unit (`19.6s`, `250ms`)."""
-    if tok[-2:].lower() == "ms":
-        secs: float | None = float(tok[:-2]) / 1000.0
-    elif ":" in tok or tok[-1:].isalpha():
-        secs = parse_duration(tok)
-    else:
-        secs = float(tok) / (1000.0 if ms else 1.0)
+    with_unit = ":" in tok or tok[-1:].isalpha()
+    secs = parse_duration(tok) if with_unit else float(tok) / (1000.0 if ms else 1.0)
     if secs is None or not secs > 0:
         return
     if name == "outer_time":

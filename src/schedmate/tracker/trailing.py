@@ -1,8 +1,9 @@
 """Which trailing lines are not the latest progress line, and when a log's counter lines
 never reported a step: end-of-epoch summaries after the in-loop line that reached their
-counter, an epoch header after a bar, a timing report after a counter line, a loop that was
-announced but never moved. Used by `state.summarize` (see docs/tracker.md, "Which line
-counts")."""
+counter, an epoch header after a bar, an epoch report after an in-loop line of its epoch,
+metricless bars of another loop, an `evaluate()` bar after the last epoch's, a timing report
+after a counter line, a loop that was announced but never moved. Used by `state.summarize`
+(see docs/tracker.md, "Which line counts")."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def drop_headers_after_a_bar(train: list[tuple[ProgressSample, bool]]) -> list[t
     """`Epoch 8/10` alone after a progress bar announces the next bar: until that bar moves,
     the last bar state is the progress (as a bar at 0 is not progress yet). After loop lines
     that are not bars the header is the latest progress line."""
-    return _drop_trailing(train, _bare_epoch_header, lambda s, bar: bar or bool(_PROGBAR.search(s.text)))
+    return _drop_trailing(train, _bare_epoch_header, _is_bar)
 
 
 def _epoch_report(s: ProgressSample, bar: bool) -> bool:

@@ -68,8 +68,11 @@ class Candidates:
 
 
 def parse_duration(text: str) -> float | None:
-    """`3:56:00` / `1:52:09` / `7h 2m 14s` / `0s` / `21477 sec` -> seconds."""
+    """`3:56:00` / `1:52:09` / `7h 2m 14s` / `0s` / `250ms` -> seconds."""
     t = text.strip()
+    if t[-2:].lower() == "ms":
+        ms = to_float(t[:-2])
+        return ms / 1000.0 if ms is not None else None
     if ":" in t:
         parts = t.split(":")
         try:
