@@ -96,11 +96,20 @@ def is_training_progress(text: str) -> bool:
 
 def rule_kind(text: str) -> LineKind | None:
     """The rules' verdict, or None when they have no opinion (the embedder decides)."""
-    if _ERROR.search(text):
+    if (err := _ERROR.search(text)) is not None:
         # a logger's level is not the line's meaning: a counter with a training loss is
         # progress whatever level a (misconfigured) logger gave it
         v = parse_line(text).values
-        return LineKind.PROGRESS if "step" in v and "loss" in v else LineKind.ERROR
+        if "step" in v and "loss" in v:
+            return LineKind.PROGRESS
+        # a bar's last state with the error that ended the job glued after it (no newline
+        # between them: `11/50 [1:57:05, 638.01s/it]slurmstepd: error: ...`) is the bar's
+        before = parse_line(text[: err.start()]) if err.start() > 20 else None
+        return (
+            LineKind.PROGRESS
+            if before is not None and before.is_bar and "step" in before.values
+            else LineKind.ERROR
+        )
     if is_training_progress(text):
         return LineKind.PROGRESS
     if _WARNING.search(text):
@@ -124,18 +133,22 @@ class LineClassifier:
         self.k = k
         self.min_similarity = min_similarity
         self.decisions: dict[str, LineKind] = {}
+        # the model's verdicts, the only ones worth keeping between runs: a rule's verdict is
+        # cheap to recompute and may change with the rules (a kept one would hide a new rule)
+        self.model_decisions: dict[str, LineKind] = {}
         self.n_embedded = 0
         self.embed_failures = 0
         self._ex_matrix: np.ndarray | None = None
 
     # -- persistence (Drain3-style: the decisions are the state) --------------------
     def save_state(self) -> dict[str, str]:
-        return {t: k.value for t, k in self.decisions.items()}
+        return {t: k.value for t, k in self.model_decisions.items()}
 
     def load_state(self, state: dict[str, str]) -> None:
+        """Remember the model's earlier verdicts; the rules still decide first each run."""
         for t, k in state.items():
             try:
-                self.decisions[t] = LineKind(k)
+                self.model_decisions[t] = LineKind(k)
             except ValueError:
                 continue
 
@@ -166,6 +179,8 @@ class LineClassifier:
         to_embed: list[tuple[str, str]] = []
         for template, sample in pending.items():
             kind = rule_kind(sample)
+            if kind is None and template in self.model_decisions:
+                kind = self.model_decisions[template]
             if kind is None:
                 if self.embedder is not None and _LETTERS.search(template):
                     if embed:
@@ -176,6 +191,8 @@ class LineClassifier:
         if to_embed:
             for (template, _), kind in zip(to_embed, self._nearest([t for t, _ in to_embed]), strict=True):
                 self.decisions[template] = kind
+                if self.embed_failures == 0:
+                    self.model_decisions[template] = kind
 
     def _nearest(self, texts: list[str]) -> list[LineKind]:
         """kNN vote among exemplars; INFO when nothing is similar enough or the model fails."""

@@ -77,6 +77,7 @@ class Lexicon:
     function_words: frozenset[str]
     auxiliary_loss_words: frozenset[str]
     done_words: tuple[str, ...]
+    time_unit_words: dict[str, str]
 
 
 @lru_cache(maxsize=1)
@@ -105,6 +106,7 @@ def lexicon() -> Lexicon:
         function_words=frozenset(raw["function_words"]),
         auxiliary_loss_words=frozenset(raw["auxiliary_loss_words"]),
         done_words=tuple(raw["done_words"]),
+        time_unit_words={k.lower(): v for k, v in raw["time_unit_words"].items()},
     )
 
 

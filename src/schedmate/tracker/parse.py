@@ -66,8 +66,11 @@ _CTIME = re.compile(
 # a line that carries another log record glued to its end (tqdm without newline)
 # a record glued before a timestamp, or a logger's record written right after a tqdm bar's
 # closing bracket (`12.21s/it][INFO|trainer.py:3158] ...`): one write each
+_ENDING_ERROR = r"(?:[A-Za-z][\w.\-]{0,30}: )?(?:error|ERROR|Error|Traceback|Killed|\*\*\*)"
 _GLUE = re.compile(
     r"(?<=[^\s\[])(?=\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})|(?<=(?:it/s|s/it)\])(?=\[[A-Za-z])"
+    # the error that ended the job, glued after the bar's last state (`...s/it]slurmstepd: error:`)
+    r"|(?<=(?:it/s|s/it)\])(?=" + _ENDING_ERROR + ")"
 )
 
 _BAR = re.compile(
@@ -200,6 +203,8 @@ _NOT_TRAINING_BAR = re.compile(
     r"loading checkpoint)",
     re.I,
 )
+_DIGIT = re.compile(r"\d")
+_DATA_WORK = re.compile(r"^\W*(?:read|load|writ|sav|copy|copi|pars|unpack|shuffl|split)", re.I)
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|validated|eval|evaluating|evaluation|evaluated?|test|testing|"
     r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
@@ -249,7 +254,10 @@ def split_glued(text: str) -> list[str]:
     if len(parts) == 1 and (lead := _LEAD_KEY.match(text)) is not None and text.count(lead[1]) > 1:
         # `Episode 7 Score: 2.1Episode 8 Score: 2.5`: records written with `\r` that lost it
         parts = re.split(r"(?<=\d)(?=" + re.escape(lead[1]) + r"\b)", text)  # glued to a value
-    return [p for p in parts if p.strip()] or [text]
+    return [p for p in parts if p.strip() and not (len(parts) > 1 and _GLUED_ERROR.match(p))] or [text]
+
+
+_GLUED_ERROR = re.compile(_ENDING_ERROR)
 
 
 def _parse_bar(c: Candidates, text: str) -> str:
@@ -529,6 +537,16 @@ def parse_line(text: str) -> Candidates:
             if d > 0 and n <= d and (n > 0 or "loss" in c.values):
                 c.put("step", 4, n)
                 c.put("total_steps", 4, d)
+        elif (
+            "total_steps" not in c.values
+            and c.values["step"][0] >= 2
+            and (lead := _LEADING_FRACTION.match(body)) is not None
+            and step < float(lead["n"]) <= float(lead["d"])
+        ):
+            # `[049500/50000] loss 0.17 | batch 16`: the line's leading fraction is its counter;
+            # a smaller number under a weak counter name without a total (`batch 16`) is a size
+            c.values["step"] = (1, float(lead["n"]))
+            c.put("total_steps", 1, float(lead["d"]))
         elif "total_steps" not in c.values:
             # `[25/288], global_step: 25` -> the unkeyed fraction gives the total
             for f in fracs:
@@ -562,6 +580,11 @@ def parse_line(text: str) -> Candidates:
         c.n_metrics += 1
     if c.eval_metric and "loss" not in c.values:
         c.is_eval = True
+    if not c.is_bar and "step" in c.values and set(c.values) <= {"step", "total_steps", "epoch"}:
+        words = body[: first.start()] if (first := _DIGIT.search(body)) is not None else body
+        if _DATA_WORK.search(words) or not_training_bar(words):
+            # `Reading in batch: 2000 / 2000`, `Downloading shard 3/10`: a counter of other work
+            c.is_eval = c.eval_context = True
     if c.bar_count is not None and c.get("total_steps") == c.bar_count[1] and c.get("step") != c.bar_count[0]:
         # `Batch 468/469 ...: 100%| 469/469`: a description counting the bar's own items (one
         # behind, 0-based) is the bar's counter

@@ -18,6 +18,8 @@ __all__ = ["rewrite_shapes"]
 
 def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     """The line with the shapes above rewritten (positions of other text may move)."""
+    if not body.isascii() or _ANY_UNIT_WORD.search(body):
+        body = _time_unit_words().sub(lambda m: f"{m[1]} {lexicon().time_unit_words[m[2].lower()]}", body)
     if _GLUED_KEY.search(body) is not None:
         body = _GLUED_KEY.sub(" ", body)  # `learn 0.29passed: 17 sec`: a key glued to the value before it
     if _glued_counter().search(body) is not None:
@@ -33,6 +35,10 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
         body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
         body = pairs
+    if (m := _loss_counter_value().search(body)) is not None:
+        # `Train loss 64999 0.3145`: a whole number then a decimal after a loss's name: the step
+        # the loss was measured at, then the loss (a loss is not printed as a bare integer)
+        body = body[: m.start()] + f"step {m['n']} {m['k']} {m['v']}" + body[m.end() :]
     if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
         body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
     if " of " in body and "[" in body:
@@ -69,6 +75,24 @@ def _glued_counter() -> re.Pattern[str]:
     )
 
 
+@lru_cache(maxsize=1)
+def _loss_counter_value() -> re.Pattern[str]:
+    heads = "|".join(sorted((w for w in lexicon().loss_heads if w.isascii()), key=len, reverse=True))
+    return re.compile(
+        rf"(?<![\w/])(?P<k>(?:{heads}))\s+(?P<n>\d+)\s+(?P<v>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)(?![\w.])", re.I
+    )
+
+
+_ANY_UNIT_WORD = re.compile(r"\d\s*(?:seg|sec|sek|min|mil)", re.I)
+
+
+@lru_cache(maxsize=1)
+def _time_unit_words() -> re.Pattern[str]:
+    """A number with a time unit written as a word of another language (`253.4 segundos`)."""
+    words = "|".join(sorted(map(re.escape, lexicon().time_unit_words), key=len, reverse=True))
+    return re.compile(rf"(\d)\s*({words})(?!\w)", re.I)
+
+
 _PAIR_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _PAIRED_VALUES = re.compile(
     r"(?<![\w/])(?P<k>[^\W\d][\w ]{0,30}(?:/[^\W\d]\w{0,30}){1,5})\s*[:=]\s*"
@@ -91,8 +115,8 @@ def _bare_set_values(body: str) -> str | None:
     """`Epoch 5 | train 2.53 | val 2.66`: a line naming no metric, whose values are keyed by the
     training set and an evaluation set only, reports their losses (`train_loss`, `val_loss`)."""
     low = body.lower()
-    if "loss" in low or "acc" in low:
-        return None
+    if "loss" in low or ("acc" in low and not _KEYED_ACCURACY.search(low)):
+        return None  # (an accuracy named with its own value, `Acc: 89.5%`, leaves the sets' values losses)
     found = list(_set_value().finditer(body))
     train = lexicon().training_set_words
     if not any(m["k"].lower() in train for m in found) or all(m["k"].lower() in train for m in found):
@@ -100,13 +124,15 @@ def _bare_set_values(body: str) -> str | None:
     return _set_value().sub(lambda m: f"{m['k']}_loss{m['sep'] or ' '}", body)
 
 
+_KEYED_ACCURACY = re.compile(r"acc\S{0,20}\s*[:=]\s*[-+]?\.?\d")
 _NAME_FIELD = re.compile(r"^[^\W\d][\w./\- ]{0,40}$")
 _NUMBER_FIELD = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^nan$", re.I)
 
 
 def _alternating_pairs(body: str) -> str | None:
-    """`iteration,5,train_loss,2.29,acc,0.15`: comma-separated name,value pairs as `name: value`."""
-    cells = [x.strip() for x in body.strip().split(",")]
+    """`iteration,5,train_loss,2.29,acc,0.15`: comma-separated name,value pairs as `name: value`
+    (a comma closing the row, as a CSV writer may print, ends no pair)."""
+    cells = [x.strip() for x in body.strip().removesuffix(",").split(",")]
     if len(cells) < 4 or len(cells) % 2:
         return None
     names, values = cells[::2], cells[1::2]

@@ -322,6 +322,21 @@ _BARE_ROW = re.compile(
 )
 
 
+def _named_columns(lines: list[str], first: int) -> bool:
+    """The rows sit under a header naming their columns (`precision  recall  f1-score  support`,
+    the rows' first cell a row label): a table whose columns are named, none of them a training
+    field (else the table reader had them)."""
+    i = first - 1
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    toks = lines[i].split() if i >= 0 else []
+    cells = len(re.split(r"[\s,;|]+", lines[first].strip()))
+    return len(toks) >= 3 and cells - 1 <= len(toks) <= cells and all(_HEADER_NAME.match(t) for t in toks)
+
+
+_HEADER_NAME = re.compile(r"^[^\W\d][\w\-./%()]*$")
+
+
 def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[ProgressSample, bool]]:
     """The rows of a log whose progress is bare `counter value...` lines with no header (`36
     0.0562`, `[12:01:05] 1016 5.2992`, `94 train 7.32` beside `94 val 7.5`), asked for only
@@ -338,7 +353,7 @@ def headerless_rows(lines: list[str], first_line_no: int) -> list[tuple[Progress
                 break  # the counter went back: an earlier run
             run.append((i, int(m["n"]), float(m["v"])))
     run.reverse()
-    if len(run) < 5:
+    if len(run) < 5 or _named_columns(lines, run[0][0]):
         return []
     falls = run[-1][2] < run[0][2]
     return [

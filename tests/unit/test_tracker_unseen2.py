@@ -1,0 +1,94 @@
+"""Line and record shapes met on unseen logs (issue 10, sixth pass). Every case is a variant
+written here (keys, separators, orders, languages and values of our own), none is a line of a
+data set."""
+
+from __future__ import annotations
+
+from schedmate.tracker import MetricTracker
+from schedmate.tracker.parse import split_glued
+
+
+def run(lines: list[str]):  # type: ignore[no-untyped-def]
+    return MetricTracker().track_lines(lines)
+
+
+def test_name_value_pairs_with_a_comma_closing_the_row() -> None:
+    r = run(
+        [
+            f"Iter, {i}, Cost, 0.{9 - i}5, Acc, 0.{i}1, SecsPerIter, 1.2{i}, WallTime, {i}0.5,"
+            for i in range(1, 4)
+        ]
+    )
+    assert (r.step, r.loss, r.step_time_s) == (3, 0.65, 1.23)
+
+
+def test_early_stopping_after_the_last_epoch_is_not_the_progress_line() -> None:
+    for stop in (
+        "Early stopping at epoch 7 (patience 3 exhausted)",
+        "EarlyStopping: early stopping at epoch 7",
+    ):
+        r = run(["Epoch [6/50] Loss: 0.31 | Val: 0.40", "Epoch [7/50] Loss: 0.29 | Val: 0.41", "", stop])
+        assert (r.last_progress_line, r.step, r.loss) == ("Epoch [7/50] Loss: 0.29 | Val: 0.41", 7, 0.29)
+
+
+def test_a_time_unit_written_in_another_language_is_a_time_not_a_loss() -> None:
+    for unit in ("segundos", "secondes", "Sekunden", "minutos"):
+        r = run(
+            [
+                "epoch 4 train_loss=0.52 val_loss=0.61",
+                "epoch 5 train_loss=0.48 val_loss=0.60",
+                f"Total: 81.5 {unit}",
+            ]
+        )
+        assert (r.step, r.loss) == (5, 0.48)
+
+
+def test_set_values_stay_losses_beside_an_accuracy_with_its_own_value() -> None:
+    r = run(
+        ["Ep [2/9] Train: 0.41 | Val: 0.52 | acc: 81.0%", "Ep [3/9] Train: 0.37 | Val: 0.50 | acc: 83.5%"]
+    )
+    assert (r.step, r.loss) == (3, 0.37)
+    # with the accuracy unnamed by a value, the set values may be accuracies: no loss
+    r = run(["Ep 2 train 0.91 val 0.88 (acc)", "Ep 3 train 0.92 val 0.89 (acc)"])
+    assert r.loss is None
+
+
+def test_a_counter_of_data_work_is_not_training_progress() -> None:
+    for work in ("Reading batch: 500 / 500", "Loading shard 8/8", "Parsing file 12 / 12"):
+        r = run([work, "", "done iteration 40/80 of epoch 1, 95.0 ms/it, loss 0.61"])
+        assert (r.step, r.total_steps, r.loss) == (40, 80, 0.61)
+        assert not run([work, work]).has_progress
+
+
+def test_a_loss_name_before_a_whole_number_and_a_decimal_is_step_then_loss() -> None:
+    r = run(["Training cost 1207 0.8811 grad 1.2 2.10s/it", "Training cost 1208 0.8790 grad 1.1 2.05s/it"])
+    assert (r.step, r.loss, r.step_time_s) == (1208, 0.879, 2.05)
+
+
+def test_a_leading_fraction_outranks_a_smaller_weak_counter_without_total() -> None:
+    r = run(
+        [
+            "[02000/30000] part A | loss 0.51 | 4.0 it/s | batch 32",
+            "[02500/30000] part B | loss 0.49 | 4.0 it/s | batch 32",
+        ]
+    )
+    assert (r.step, r.total_steps, r.loss) == (2500, 30000, 0.49)
+    # an epoch fraction before a larger in-epoch batch counter leaves the batch the step
+    r = run(["[2/10] batch 300 loss 0.4", "[2/10] batch 310 loss 0.39"])
+    assert r.step == 310
+
+
+def test_rows_under_a_header_of_other_names_are_not_bare_progress_rows() -> None:
+    report = ["            prec      rec      f1     n", ""]
+    report += [f"       {k}    0.9{k}    0.8{k}    0.8{k}   {100 * k}" for k in range(1, 7)]
+    assert not run(report).has_progress
+    # the same rows without a header are bare `counter value` progress rows
+    assert run(report[2:]).has_progress
+
+
+def test_the_error_that_ended_a_job_glued_after_a_bar() -> None:
+    bar = " 40%|####      | {n}/10 [10:00<15:00, 150.00s/it]"
+    end = "srun: error: *** STEP 77.0 ON n3 CANCELLED AT 2024-01-01T00:00:00 ***"
+    r = run([bar.format(n=3), bar.format(n=4) + end])
+    assert (r.step, r.total_steps, r.step_time_s) == (4, 10, 150.0)
+    assert split_glued(bar.format(n=4) + "Traceback (most recent call last):") == [bar.format(n=4)]
