@@ -92,3 +92,32 @@ def test_the_error_that_ended_a_job_glued_after_a_bar() -> None:
     r = run([bar.format(n=3), bar.format(n=4) + end])
     assert (r.step, r.total_steps, r.step_time_s) == (4, 10, 150.0)
     assert split_glued(bar.format(n=4) + "Traceback (most recent call last):") == [bar.format(n=4)]
+
+
+def test_an_evaluation_record_repeating_the_run_counters_is_not_training() -> None:
+    rec = '{{"loss": {l}, "lr": 1e-05, "global_step": {n}, "max_steps": 200, "elapsed": "{t}s", "speed(it/s)": 0.5}}'
+    lines = [rec.format(l=0.9 - n / 1000, n=n, t=2 * n) for n in (150, 160, 170)]
+    lines.append(
+        '{"eval_loss": 0.71, "eval_acc": 0.8, "global_step": 200, "max_steps": 200, "elapsed": "420s", "train_it/s": 0.48}'
+    )
+    r = run(lines)
+    assert (r.step, r.loss) == (170, 0.73)
+
+
+def test_a_record_with_elapsed_and_remaining_time_gives_the_mean_step_time() -> None:
+    rec = '{{"cur_step": {n}, "max_steps": 400, "loss": 1.5, "elapsed": "0:{m:02d}:00", "remaining": "0:{r:02d}:00"}}'
+    r = run([rec.format(n=n, m=n // 20, r=(400 - n) // 20) for n in (100, 200, 300)])
+    assert (r.step, r.step_time_s) == (300, 3.0)
+    # an elapsed time alone is cumulative: no step time from it
+    r = run([f"step={n} loss=1.5 elapsed={3 * n}s" for n in (100, 200, 300)])
+    assert r.step_time_s is None
+
+
+def test_a_closing_record_without_the_loss_every_record_had() -> None:
+    rec = '{{"step": {n}, "of": 60, "loss": {l}, "lr": 1e-4}}'
+    lines = [rec.format(n=n, l=round(2 - n / 100, 2)) for n in (20, 30, 40, 50)]
+    r = run([*lines, '{"step": 60, "of": 60, "epoch": 2.0}'])
+    assert (r.step, r.loss) == (50, 1.5)
+    # a run whose records never carried a loss keeps its last record
+    r = run([f'{{"step": {n}, "of": 60, "epoch": {n / 30}}}' for n in (20, 30, 40, 50, 60)])
+    assert r.step == 60

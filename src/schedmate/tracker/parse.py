@@ -474,6 +474,8 @@ def parse_line(text: str) -> Candidates:
         return c  # `$ python train.py --num_timesteps 4 ...`: a command's settings, not metrics
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
         finish_line(c, "")
+        if c.eval_metric and "loss" not in c.values:
+            c.is_eval = True  # an evaluation record, whatever run counters it repeats (`global_step`)
         return c
     if parse_kv_row(c, text) or _flat_kv_rows(c, text):
         return c

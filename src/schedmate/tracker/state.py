@@ -26,6 +26,7 @@ from schedmate.tracker.templates import mask_line
 from schedmate.tracker.trailing import (
     CONTINUATION,
     drop_bars_of_another_loop,
+    drop_closing_record,
     drop_epoch_reports,
     drop_evaluate_after_fit,
     drop_headers_after_a_bar,
@@ -161,6 +162,7 @@ def summarize(
     train = _epoch_step_pairs(train)
     train = drop_trailing_summaries(train)
     train = drop_trailing_timings(train)
+    train = drop_closing_record(train)
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
     train = drop_bars_of_another_loop(train)
@@ -215,6 +217,19 @@ def summarize(
     epoch_only = anchor is not None and anchor.step == anchor.epoch
     if epoch_only and by is not None and by is not anchor and by.step_time_generic and by.step is None:
         step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
+    el = values.get("elapsed_s")
+    if (
+        step_time is None
+        and step
+        and isinstance(el, float)
+        and anchor is not None
+        and anchor.elapsed_s is not None
+        and anchor.remaining_s is not None
+        and not any(b for _, b in record)
+    ):
+        # a record stating the run's elapsed and remaining time at this step (a trainer's own
+        # progress record, not a bar): its steps took elapsed / step each on average
+        step_time = el / step
     thr = values.get("throughput")
     if (
         step_time is None

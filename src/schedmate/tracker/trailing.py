@@ -18,6 +18,7 @@ from schedmate.tracker.parse import strip_timestamps
 __all__ = [
     "CONTINUATION",
     "drop_bars_of_another_loop",
+    "drop_closing_record",
     "drop_epoch_reports",
     "drop_evaluate_after_fit",
     "drop_headers_after_a_bar",
@@ -200,6 +201,23 @@ def drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tupl
     ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
     line before it is (with its own fields)."""
     return _drop_trailing(train, _timing_report, lambda s, _bar: s.step is not None)
+
+
+def drop_closing_record(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """A last record without the loss every record before it carried (`{"current_steps": 375,
+    "total_steps": 375, "epoch": 3.0, "elapsed_time": ...}` after records with `"loss"`) is the
+    record a trainer writes when it closes, not a report of a step: the record before it is the
+    latest progress line."""
+    if len(train) < 4 or train[-1][1] or not _is_record(train[-1][0]) or train[-1][0].loss is not None:
+        return train
+    before = [s for s, _ in train[-6:-1]]
+    if all(_is_record(s) and (s.loss is not None or s.loss_is_nan) for s in before[-3:]):
+        return train[:-1]
+    return train
+
+
+def _is_record(s: ProgressSample) -> bool:
+    return s.text.lstrip()[:1] == "{" and s.step is not None
 
 
 CONTINUATION = re.compile(r"^(?:\s|\|)")
