@@ -121,3 +121,19 @@ def test_a_closing_record_without_the_loss_every_record_had() -> None:
     # a run whose records never carried a loss keeps its last record
     r = run([f'{{"step": {n}, "of": 60, "epoch": {n / 30}}}' for n in (20, 30, 40, 50, 60)])
     assert r.step == 60
+
+
+def test_a_nan_formatted_with_one_decimal_is_a_nan_loss() -> None:
+    bar = "Epoch 1: 10%|#    | {n}/5000 [10:00<1:30:00, train_loss={l}, step={n}.0, step_time_s=0.50, val_loss=3.1]"
+    r = run([bar.format(n=400, l="3.2"), bar.format(n=500, l="nan.0")])
+    assert (r.has_progress, r.step, r.loss, r.loss_is_nan, r.step_time_s) == (True, 500, None, True, 0.5)
+
+
+def test_a_bar_over_prompts_is_generation_not_training() -> None:
+    r = run(
+        [
+            "Rollout [1/3]: 100%|##########| 8/8 [02:00<00:00, 15.00s/it]",
+            "Answering prompts:  50%|#####     | 32/64 [00:10<00:10,  3.20it/s]",
+        ]
+    )
+    assert (r.step, r.total_steps, r.step_time_s) == (8, 8, 15.0)

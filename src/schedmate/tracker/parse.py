@@ -198,12 +198,13 @@ _FASTEST_STEP_S = 2e-4
 _LEADING_FRACTION = re.compile(r"^\s*(?:\[\s*)?(?P<n>\d+)\s?/\s?(?P<d>\d+)\b")
 # a bar over work that is not training: generation, data preparation, downloads, scoring
 _NOT_TRAINING_BAR = re.compile(
-    r"(?<![\w/])(?:generat|sampl(?:ing|e)\b|decod|extract|encod|embedd|inferenc|preprocess|pre-process|tokeniz|"
+    r"(?<![\w/])(?:generat|prompt|sampl(?:ing|e)\b|decod|extract|encod|embedd|inferenc|preprocess|pre-process|tokeniz|"
     r"download|upload|convert|augment|index|caching|resolv|fetch|comput|scor|map\b|filter\b|"
     r"loading checkpoint)",
     re.I,
 )
 _DIGIT = re.compile(r"\d")
+_NAN_POINT = re.compile(r"(?<![\w.])(nan|inf)\.0(?![\w.])", re.I)
 _DATA_WORK = re.compile(r"^\W*(?:read|load|writ|sav|copy|copi|pars|unpack|shuffl|split)", re.I)
 EVAL_WORDS = re.compile(
     r"(?<![\w/])(?:val|valid|validation|validating|validated|eval|evaluating|evaluation|evaluated?|test|testing|"
@@ -470,6 +471,8 @@ def parse_line(text: str) -> Candidates:
         return c
     if not text.isascii():
         text = text.translate(_FULLWIDTH)  # `训练次数：1500，Loss：1.28`
+    if ".0" in text and _NAN_POINT.search(text):
+        text = _NAN_POINT.sub(r"\1", text)  # `loss=nan.0`: a NaN formatted as a float with one decimal
     if _COMMAND_LINE.match(text):
         return c  # `$ python train.py --num_timesteps 4 ...`: a command's settings, not metrics
     if text.lstrip().startswith("{") and _parse_mapping(c, text):
