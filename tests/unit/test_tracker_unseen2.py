@@ -137,3 +137,14 @@ def test_a_bar_over_prompts_is_generation_not_training() -> None:
         ]
     )
     assert (r.step, r.total_steps, r.step_time_s) == (8, 8, 15.0)
+
+
+def test_a_timing_report_of_a_test_pass_is_not_a_section_heading() -> None:
+    # `Eval time 41.2` ends each epoch; the next epoch's lines restart their counter and are training
+    lines: list[str] = []
+    for _epoch in range(3):
+        lines += [f"iter [{k}] , loss is {k / 100:.2f}" for k in (100, 200, 300)]
+        lines += ["Train Time 700.5", "Eval time 41.2"]
+    lines += ["iter [100] , loss is 9.50", "iter [200] , loss is 9.40"]
+    r = run(lines)
+    assert (r.step, r.loss) == (200, 9.4)

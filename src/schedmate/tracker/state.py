@@ -50,6 +50,9 @@ _LOG_PREFIX = re.compile(r"^\s*(?:[A-Z]+:[\w.]+:|(?:\[[^\]]*\]\s*)+|[A-Z]+\s+[-|
 _NOT_HEADING = re.compile(r"\w\s*=\s*[\w'\"]|[/\\_',]|:\s*\w")  # settings, paths, prose, key: value
 
 
+_ENDS_IN_DECIMAL = re.compile(r"\d\.\d+\s*$")
+
+
 class Sections:
     """Evaluation sections announced by a line without metrics (`Evaluating...`,
     `***** Eval results *****`, `testing in eval mode`), ended by one announcing training
@@ -71,8 +74,8 @@ class Sections:
         if len(text) > 160:
             return None
         text = _LOG_PREFIX.sub("", strip_timestamps(text))
-        if _NOT_HEADING.search(text):
-            return None  # settings, paths and `key: value` lines are not headings
+        if _NOT_HEADING.search(text) or _ENDS_IN_DECIMAL.search(text):
+            return None  # settings, paths, `key: value` and `Test time 43.8` lines are not headings
         low = text.lower()
         words = _WORD.findall(low)
         if not words or len(words) > self.max_words:
