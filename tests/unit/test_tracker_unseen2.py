@@ -148,3 +148,41 @@ def test_a_timing_report_of_a_test_pass_is_not_a_section_heading() -> None:
     lines += ["iter [100] , loss is 9.50", "iter [200] , loss is 9.40"]
     r = run(lines)
     assert (r.step, r.loss) == (200, 9.4)
+
+
+def test_an_indented_report_under_a_logger_prefix_is_a_summary() -> None:
+    lines = [
+        "[2024-02-02 10:00:01,000] [ INFO] - loss: 0.90, global_step: 10, epoch: 5.0",
+        "[2024-02-02 10:00:09,000] [ INFO] - loss: 0.70, global_step: 20, epoch: 10.0",
+        "[2024-02-02 10:00:10,000] [ INFO] - ***** train metrics *****",
+        "[2024-02-02 10:00:10,000] [ INFO] -   epoch          =       10.0",
+        "[2024-02-02 10:00:10,000] [ INFO] -   train_loss     =     0.8123",
+    ]
+    r = run(lines)
+    assert (r.step, r.loss) == (20, 0.7)
+
+
+def test_a_whole_number_before_a_singular_counter_noun_is_that_counter() -> None:
+    r = run(["(train) 41 episode. reward -3.5, loss: 0.71", "(train) 42 episode. reward -3.1, loss: 0.69"])
+    assert (r.step, r.loss) == (42, 0.69)
+    # a count before a plural noun, or a clock before a key, is not an ordinal
+    assert run(["eta: 0:01:33  iter: 120  loss: 0.5", "eta: 0:01:30  iter: 140  loss: 0.4"]).step == 140
+
+
+def test_the_members_of_a_pretty_printed_json_object_are_one_record() -> None:
+    obj = [
+        "    {",
+        '        "tr/cost": {c},',
+        '        "ep": {e},',
+        '        "iter": {i},',
+        '        "wall": {w}',
+        "    }",
+    ]
+    lines = ["["]
+    for e, c in ((1, 3.5), (2, 2.5)):
+        lines += [
+            x.replace("{c}", str(c)).replace("{e}", str(e)).replace("{i}", str(500 * e)).replace("{w}", "9.5")
+            for x in obj
+        ]
+    r = run([*lines, "]"])
+    assert (r.last_progress_line, r.step, r.loss) == ('        "iter": 1000,', 1000, 2.5)

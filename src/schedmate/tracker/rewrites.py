@@ -41,6 +41,8 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
         body = body[: m.start()] + f"step {m['n']} {m['k']} {m['v']}" + body[m.end() :]
     if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
         body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
+    if (m := _NUMBER_THEN_UNIT.search(body)) is not None:
+        body = body[: m.start()] + f"{m[2]} {m[1]}" + body[m.end() :]  # `215 epoch. Loss: x` is epoch 215
     if " of " in body and "[" in body:
         body = _BRACKET_OF.sub(r"\1 \2 of \3 ", body)  # `Epoch[17 of 30]` is `Epoch 17 of 30`
     if value_first and "," in body and (flipped := _value_first(body)) is not None:
@@ -91,6 +93,12 @@ def _time_unit_words() -> re.Pattern[str]:
     """A number with a time unit written as a word of another language (`253.4 segundos`)."""
     words = "|".join(sorted(map(re.escape, lexicon().time_unit_words), key=len, reverse=True))
     return re.compile(rf"(\d)\s*({words})(?!\w)", re.I)
+
+
+# a whole number before a singular counter noun closed by punctuation: the ordinal written first
+_NUMBER_THEN_UNIT = re.compile(
+    r"(?<![\w.,/:])(\d+)\s+(epoch|step|iteration|iter|episode)(?=[.,;]\s|[.,;]?$)", re.I
+)
 
 
 _PAIR_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"

@@ -50,6 +50,14 @@ _LOG_PREFIX = re.compile(r"^\s*(?:[A-Z]+:[\w.]+:|(?:\[[^\]]*\]\s*)+|[A-Z]+\s+[-|
 _NOT_HEADING = re.compile(r"\w\s*=\s*[\w'\"]|[/\\_',]|:\s*\w")  # settings, paths, prose, key: value
 
 
+def _indented(text: str) -> bool:
+    """The line's text is indented, after a logger's timestamp and prefix (`[INFO] -   epoch = 3`)."""
+    if text[:1].isspace():
+        return True
+    return _INDENTED_AFTER_PREFIX.match(strip_timestamps(text).lstrip()) is not None
+
+
+_INDENTED_AFTER_PREFIX = re.compile(r"^(?:(?:\[[^\]]*\]\s*)+|[A-Z]+\s+)[-|:]?\s{2,}\S")
 _ENDS_IN_DECIMAL = re.compile(r"\d\.\d+\s*$")
 
 
@@ -100,7 +108,7 @@ class Sections:
 
     def mark(self, s: ProgressSample) -> ProgressSample:
         """The sample as training or evaluation, given the section it is in."""
-        if self.summary_block and s.text[:1].isspace() and not s.is_eval:
+        if self.summary_block and _indented(s.text) and not s.is_eval:
             return replace(s, summary=True)  # an indented line of the report (`  epoch = 1.0`)
         if s.step is not None:
             self.summary_block = False
@@ -478,6 +486,8 @@ def _record(
         return tail, None
     if anchor is None:
         return train[-1:], None
+    if _JSON_MEMBER.match(anchor.text):
+        return _json_object(train, anchor), anchor
     out: list[tuple[ProgressSample, bool]] = []
     newer = None
     anchor_bar = any(bar for s, bar in train if s is anchor)
@@ -497,6 +507,36 @@ def _record(
         newer = s
         seen_anchor = seen_anchor or s is anchor
     return out[::-1], anchor
+
+
+_JSON_MEMBER = re.compile(r'^\s+"[^"]{1,80}":\s*[^\s{\[][^{\[]*$')
+
+
+def _json_object(
+    train: list[tuple[ProgressSample, bool]], anchor: ProgressSample
+) -> list[tuple[ProgressSample, bool]]:
+    """The member lines of the pretty-printed JSON object the anchor's line is a member of
+    (`"main/loss": 18.4,` / `"epoch": 20,` / `"iteration": 15625,`): one record."""
+    at = next(i for i, (s, _) in enumerate(train) if s is anchor)
+    lo = hi = at
+    while (
+        lo > 0
+        and _JSON_MEMBER.match(train[lo - 1][0].text)
+        and train[lo][0].line_no - train[lo - 1][0].line_no <= 3
+    ):
+        lo -= 1
+    while (
+        hi + 1 < len(train)
+        and _JSON_MEMBER.match(train[hi + 1][0].text)
+        and train[hi + 1][0].line_no - train[hi][0].line_no <= 3
+    ):
+        hi += 1
+    # read as the one object it is (two losses side by side are components, as on one line)
+    body = "{" + ", ".join(s.text.strip().rstrip(",") for s, _ in train[lo : hi + 1]) + "}"
+    whole = sample_from_line(anchor.line_no, body)
+    if len(whole) != 1 or whole[0][0].step != anchor.step:
+        return [(anchor, False)]
+    return [(replace(whole[0][0], text=anchor.text), False)]
 
 
 _NAN_INF = re.compile(r"\b(?:nan|inf)\b", re.I)
