@@ -186,3 +186,13 @@ def test_the_members_of_a_pretty_printed_json_object_are_one_record() -> None:
         ]
     r = run([*lines, "]"])
     assert (r.last_progress_line, r.step, r.loss) == ('        "iter": 1000,', 1000, 2.5)
+
+
+def test_ticks_and_their_seconds_per_tick() -> None:
+    r = run([f"tick {k}  kimg {6 * k}.0  time {11 * k}m 05s  sec/tick 66{k}.5  gpumem 4.0" for k in (4, 5)])
+    assert (r.step, r.step_time_s) == (5, 665.5)
+
+
+def test_dt_abbreviates_a_duration_in_a_step_time_key() -> None:
+    r = run([f"batch {k}: loss 1.{9 - k} | batch_dt {400 + k}ms" for k in (6, 7)])
+    assert (r.step, r.loss, r.step_time_s) == (7, 1.2, 0.407)
