@@ -196,3 +196,14 @@ def test_ticks_and_their_seconds_per_tick() -> None:
 def test_dt_abbreviates_a_duration_in_a_step_time_key() -> None:
     r = run([f"batch {k}: loss 1.{9 - k} | batch_dt {400 + k}ms" for k in (6, 7)])
     assert (r.step, r.loss, r.step_time_s) == (7, 1.2, 0.407)
+
+
+def test_a_bare_epoch_batch_pair_opening_a_line() -> None:
+    r = run(["[4,   250] loss: 0.612", "[4,   500] loss: 0.598"])
+    assert (r.step, r.epoch, r.loss) == (500, 4, 0.598)
+    assert run(["[0.5, 0.25] loss: 0.3"]).step is None  # a pair of decimals is a value list
+
+
+def test_a_total_counter_written_as_a_fraction_is_done_of_total() -> None:
+    r = run([f"Run A: rounds {k}/900, total num timesteps {k * 400}/360000, FPS 512." for k in (10, 11)])
+    assert (r.step, r.total_steps) == (4400, 360000)

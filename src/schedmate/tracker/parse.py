@@ -116,6 +116,7 @@ _RATE = re.compile(
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s{0,4}(?P<d>\d+)(?![\w./%]|:\d)")  # `40336/50000: ...`
+_LEADING_PAIR = re.compile(r"^\s*\[\s*(?P<e>\d+)\s*,\s*(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)")
 _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
     re.I,
@@ -486,6 +487,11 @@ def parse_line(text: str) -> Candidates:
     body = rewrite_shapes(body, value_first=not _COUNTER_CURRENT_AVG.match(body))
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
+    if body.lstrip().startswith("[") and (pair := _LEADING_PAIR.match(body)) is not None:
+        # `[3,  2000] loss: 1.85`: a bare [epoch, batch] pair opening a line with a metric
+        c.put("epoch", 2, float(pair["e"]))
+        c.put("step", 2, float(pair["n"]))
+        body = _blank(body, [pair.span()])
     m = _EPOCH_BRACKET.search(body)
     if m:
         c.put("epoch", 1, float(m["e"]))

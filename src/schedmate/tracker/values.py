@@ -297,7 +297,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         n, d = to_float(num), to_float(den)
         if n is None or d is None:
             return False
-        if name == "step":
+        if name in ("step", "total_steps"):  # (`total timesteps 1200/5000`: done of the total)
             c.put("step", rank, n)
             c.put("total_steps", rank, d)
         elif name in ("epoch", "total_epochs"):
