@@ -207,3 +207,11 @@ def test_a_bare_epoch_batch_pair_opening_a_line() -> None:
 def test_a_total_counter_written_as_a_fraction_is_done_of_total() -> None:
     r = run([f"Run A: rounds {k}/900, total num timesteps {k * 400}/360000, FPS 512." for k in (10, 11)])
     assert (r.step, r.total_steps) == (4400, 360000)
+
+
+def test_one_loss_under_two_model_prefixes_is_two_components() -> None:
+    r = run([f'{{"enc/loss": 1.{k}, "dec/loss": 0.{k}, "iteration": {k}00}}' for k in (3, 4)])
+    assert (r.step, r.loss) == (400, None)
+    # under the training set's or a neutral prefix it is the loss
+    r = run([f'{{"train/loss": 1.{k}, "val/loss": 0.{k}, "iteration": {k}00}}' for k in (3, 4)])
+    assert (r.step, r.loss) == (400, 1.4)

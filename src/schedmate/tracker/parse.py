@@ -399,7 +399,12 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
     texts = sum(1 for _, v in pairs if _VALUE_UNIT.match(v.strip()) is None)
     if len(pairs) >= 6 and texts >= 0.3 * len(pairs):
         return True  # a settings dump (`{'proj_dir': 'out/x', 'data_file': 'json', 'avg_loss': 0, ...}`)
+    parts = _namespaced_losses(pairs)
     for k, v in pairs:
+        if k in parts:  # `gen/loss`, `dis/loss`: the losses of two models, components of no total
+            if (val := to_float(v)) is not None:
+                c.components.append(val)
+            continue
         if normalise_key(k) == "epoch" and v.strip().isdigit():
             c.epoch_whole = True  # a per-epoch record; fractional epochs (`0.45`) are positions
         m = _VALUE_UNIT.match(v.strip())
@@ -410,6 +415,21 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
         if apply_kv(c, k, m["v"], m["u"] or ""):
             c.n_metrics += 1
     return True
+
+
+def _namespaced_losses(pairs: list[tuple[str, str]]) -> set[str]:
+    """Keys naming the same loss under two or more model prefixes (`gen/loss`, `dis/loss`)
+    when no prefix names the training set or a total (`train/loss`, `main/loss` stay the loss)."""
+    lex = lexicon()
+    by: dict[str, str] = {}
+    for k, _ in pairs:
+        head, _, leaf = k.lower().rpartition("/")
+        if head and leaf in lex.loss_heads:
+            by[k] = head
+    neutral = lex.training_set_words | lex.total_loss_modifiers | {"main", "metrics", "loss"}
+    if len(set(by.values())) < 2 or any(h in neutral for h in by.values()):
+        return set()
+    return set(by)
 
 
 # a two-cell table row `| key | value |` (box-drawing borders too): the key names the value
