@@ -215,3 +215,14 @@ def test_one_loss_under_two_model_prefixes_is_two_components() -> None:
     # under the training set's or a neutral prefix it is the loss
     r = run([f'{{"train/loss": 1.{k}, "val/loss": 0.{k}, "iteration": {k}00}}' for k in (3, 4)])
     assert (r.step, r.loss) == (400, 1.4)
+
+
+def test_a_logger_prefix_then_a_long_run_of_spaces_is_read_in_linear_time() -> None:
+    import time
+
+    from schedmate.tracker.state import _indented
+
+    for line in ("[a]" + " " * 200_000, "INFO" + " " * 200_000, "[x] -" + " " * 200_000 + "k = 1"):
+        t0 = time.perf_counter()
+        _indented(line)
+        assert time.perf_counter() - t0 < 1.0

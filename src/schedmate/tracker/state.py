@@ -54,10 +54,19 @@ def _indented(text: str) -> bool:
     """The line's text is indented, after a logger's timestamp and prefix (`[INFO] -   epoch = 3`)."""
     if text[:1].isspace():
         return True
-    return _INDENTED_AFTER_PREFIX.match(strip_timestamps(text).lstrip()) is not None
+    body = strip_timestamps(text).lstrip()
+    prefix = _RECORD_PREFIX.match(body)
+    if prefix is None:
+        return False
+    rest = body[prefix.end() :]
+    rest = rest[1:] if rest[:1] in ("-", "|", ":") else rest
+    stripped = rest.lstrip()
+    return bool(stripped) and len(rest) - len(stripped) >= 2
 
 
-_INDENTED_AFTER_PREFIX = re.compile(r"^(?:(?:\[[^\]]*\]\s*)+|[A-Z]+\s+)[-|:]?\s{2,}\S")
+# a logger's bracketed fields or level word, each with at most one space after it (written
+# without nested optional spaces: a long run of spaces is read once)
+_RECORD_PREFIX = re.compile(r"^(?:(?:\[[^\]]*\] ?)+|[A-Z]+ )")
 _ENDS_IN_DECIMAL = re.compile(r"\d\.\d+\s*$")
 
 
