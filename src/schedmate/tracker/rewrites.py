@@ -1,9 +1,11 @@
 """Rewrites of a line into the `key: value` shape the parser reads, before any key is
 looked up: a key glued to the value before it, a counter name glued to its number (`EP36`,
 `iter[8299]`), paired keys and values (`step/total_step: 50/60`), values keyed by data sets
-only (`train 2.5 | val 2.7`), comma-separated `name,value` pairs, values written before their
-names, a `total` under a `Losses:` heading, a bracketed `N of M` counter, and list values
-(settings, blanked). Each is cheap to test for and leaves other lines untouched (see
+only (`train 2.5 | val 2.7`), comma-separated `name,value` pairs, a step between a loss's name
+and its value (`loss 64999 0.31`), values written before their names, an ordinal before its
+counter noun (`215 epoch.`), time units written in other languages (`253 segundos`), a
+`total` under a `Losses:` heading, a bracketed `N of M` counter, and list values (settings,
+blanked). Each is cheap to test for and leaves other lines untouched (see
 docs/tracker.md)."""
 
 from __future__ import annotations

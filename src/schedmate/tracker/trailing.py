@@ -2,7 +2,8 @@
 never reported a step: end-of-epoch summaries after the in-loop line that reached their
 counter, an epoch header after a bar, an epoch report after an in-loop line of its epoch,
 metricless bars of another loop, an `evaluate()` bar after the last epoch's, a timing report
-after a counter line, a loop that was announced but never moved. Used by `state.summarize`
+after a counter line, a trainer's closing record without the loss its records carried, a loop
+that was announced but never moved. Used by `state.summarize`
 (see docs/tracker.md, "Which line counts")."""
 
 from __future__ import annotations
