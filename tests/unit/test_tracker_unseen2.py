@@ -226,3 +226,10 @@ def test_a_logger_prefix_then_a_long_run_of_spaces_is_read_in_linear_time() -> N
         t0 = time.perf_counter()
         _indented(line)
         assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_bar_without_total_that_never_moved_is_no_progress() -> None:
+    r = run(["Sanity check done", "Fitting: 0it [00:00, ?it/s]", "ValueError: shapes do not match"])
+    assert not r.has_progress
+    r = run(["Fitting: 0it [00:00, ?it/s]", "Fitting: 7it [00:07, 1.00it/s, loss=0.41]"])
+    assert (r.step, r.loss) == (7, 0.41)

@@ -271,6 +271,8 @@ def _parse_bar(c: Candidates, text: str) -> str:
         c.is_bar = True
         # `29810it [25:39, 1.56it/s]` alone counts items of any work (data preparation...)
         c.bare_count = not _WORDS.search(text[: m2.start()]) and not m2["postfix"]
+        if m2["n"] == "0" and m2["rate"] == "?":  # `Training: 0it [00:00, ?it/s]`: nothing ran yet
+            return text[: m2.start()] + " " * (m2.end() - m2.start()) + text[m2.end() :]
         c.put("step", 3, float(m2["n"]))
         if (bare_rate := to_float(m2["rate"])) is not None:
             apply_rate(c, bare_rate, m2["runit"], 3)
