@@ -103,7 +103,7 @@ def rule_kind(text: str) -> LineKind | None:
         if "step" in v and "loss" in v:
             return LineKind.PROGRESS
         # a bar's last state with the error that ended the job glued after it (no newline
-        # between them: `11/50 [1:57:05, 638.01s/it]slurmstepd: error: ...`) is the bar's
+        # between them: `4/10 [10:00, 150.00s/it]srun: error: ...`) is the bar's
         before = parse_line(text[: err.start()]) if err.start() > 20 else None
         return (
             LineKind.PROGRESS

@@ -576,7 +576,7 @@ def parse_line(text: str) -> Candidates:
             and (lead := _LEADING_FRACTION.match(body)) is not None
             and step < float(lead["n"]) <= float(lead["d"])
         ):
-            # `[049500/50000] loss 0.17 | batch 16`: the line's leading fraction is its counter;
+            # `[02500/30000] loss 0.49 | batch 32`: the line's leading fraction is its counter;
             # a smaller number under a weak counter name without a total (`batch 16`) is a size
             c.values["step"] = (1, float(lead["n"]))
             c.put("total_steps", 1, float(lead["d"]))
@@ -616,7 +616,7 @@ def parse_line(text: str) -> Candidates:
     if not c.is_bar and "step" in c.values and set(c.values) <= {"step", "total_steps", "epoch"}:
         words = body[: first.start()] if (first := _DIGIT.search(body)) is not None else body
         if _DATA_WORK.search(words) or not_training_bar(words):
-            # `Reading in batch: 2000 / 2000`, `Downloading shard 3/10`: a counter of other work
+            # `Reading batch: 500 / 500`, `Downloading shard 8/8`: a counter of other work
             c.is_eval = c.eval_context = True
     if c.bar_count is not None and c.get("total_steps") == c.bar_count[1] and c.get("step") != c.bar_count[0]:
         # `Batch 468/469 ...: 100%| 469/469`: a description counting the bar's own items (one

@@ -2,8 +2,8 @@
 looked up: a key glued to the value before it, a counter name glued to its number (`EP36`,
 `iter[8299]`), paired keys and values (`step/total_step: 50/60`), values keyed by data sets
 only (`train 2.5 | val 2.7`), comma-separated `name,value` pairs, a step between a loss's name
-and its value (`loss 64999 0.31`), values written before their names, an ordinal before its
-counter noun (`215 epoch.`), time units written in other languages (`253 segundos`), a
+and its value (`loss 1207 0.88`), values written before their names, an ordinal before its
+counter noun (`41 episode.`), time units written in other languages (`81.5 segundos`), a
 `total` under a `Losses:` heading, a bracketed `N of M` counter, and list values (settings,
 blanked). Each is cheap to test for and leaves other lines untouched (see
 docs/tracker.md)."""
@@ -38,13 +38,13 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
         body = pairs
     if (m := _loss_counter_value().search(body)) is not None:
-        # `Train loss 64999 0.3145`: a whole number then a decimal after a loss's name: the step
+        # `Training cost 1207 0.8811`: a whole number then a decimal after a loss's name: the step
         # the loss was measured at, then the loss (a loss is not printed as a bare integer)
         body = body[: m.start()] + f"step {m['n']} {m['k']} {m['v']}" + body[m.end() :]
     if "osses" in body and (g := _LOSS_GROUP.search(body)) is not None:
         body = body[: g.start("t")] + "total_loss" + body[g.end("t") :]  # `Losses: a 1, b 2, total 3`
     if (m := _NUMBER_THEN_UNIT.search(body)) is not None:
-        body = body[: m.start()] + f"{m[2]} {m[1]}" + body[m.end() :]  # `215 epoch. Loss: x` is epoch 215
+        body = body[: m.start()] + f"{m[2]} {m[1]}" + body[m.end() :]  # `41 episode. loss: x` is episode 41
     if " of " in body and "[" in body:
         body = _BRACKET_OF.sub(r"\1 \2 of \3 ", body)  # `Epoch[17 of 30]` is `Epoch 17 of 30`
     if value_first and "," in body and (flipped := _value_first(body)) is not None:
@@ -92,7 +92,7 @@ _ANY_UNIT_WORD = re.compile(r"\d\s*(?:seg|sec|sek|min|mil)", re.I)
 
 @lru_cache(maxsize=1)
 def _time_unit_words() -> re.Pattern[str]:
-    """A number with a time unit written as a word of another language (`253.4 segundos`)."""
+    """A number with a time unit written as a word of another language (`81.5 segundos`)."""
     words = "|".join(sorted(map(re.escape, lexicon().time_unit_words), key=len, reverse=True))
     return re.compile(rf"(\d)\s*({words})(?!\w)", re.I)
 

@@ -92,7 +92,7 @@ class Sections:
             return None
         text = _LOG_PREFIX.sub("", strip_timestamps(text))
         if _NOT_HEADING.search(text) or _ENDS_IN_DECIMAL.search(text):
-            return None  # settings, paths, `key: value` and `Test time 43.8` lines are not headings
+            return None  # settings, paths, `key: value` and `Eval time 41.2` lines are not headings
         low = text.lower()
         words = _WORD.findall(low)
         if not words or len(words) > self.max_words:

@@ -205,8 +205,8 @@ def drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tupl
 
 
 def drop_closing_record(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """A last record without the loss every record before it carried (`{"current_steps": 375,
-    "total_steps": 375, "epoch": 3.0, "elapsed_time": ...}` after records with `"loss"`) is the
+    """A last record without the loss every record before it carried (`{"step": 60, "of": 60,
+    "epoch": 2.0}` after records with `"loss"`) is the
     record a trainer writes when it closes, not a report of a step: the record before it is the
     latest progress line."""
     if len(train) < 4 or train[-1][1] or not _is_record(train[-1][0]) or train[-1][0].loss is not None:
