@@ -101,3 +101,20 @@ def test_a_remembered_verdict_yields_to_a_rule() -> None:
 def test_bundled_exemplars_cover_every_kind() -> None:
     ex = load_exemplars()
     assert {e.label for e in ex} == set(LineKind)
+
+
+def test_a_failed_embedding_call_is_not_remembered_but_a_later_one_is() -> None:
+    class Flaky(KeywordEmbedder):
+        calls = 0
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            Flaky.calls += 1
+            if Flaky.calls == 2:  # the first call embeds the exemplars; the second fails
+                raise BackendError("embedding server down")
+            return super().embed(texts)
+
+    clf = LineClassifier(embedder=Flaky(), exemplars=EXEMPLARS)
+    clf._ex_matrix = clf.embedder.embed([e.text for e in clf.exemplars])  # type: ignore[union-attr]
+    assert clf.classify("node crash happened") is LineKind.INFO  # the failed call answers `info`
+    assert clf.classify("gpu node crash seen") is not LineKind.INFO
+    assert set(clf.save_state()) == {mask_line("gpu node crash seen")}

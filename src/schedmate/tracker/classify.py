@@ -189,9 +189,11 @@ class LineClassifier:
                 kind = LineKind.INFO
             self.decisions[template] = kind
         if to_embed:
-            for (template, _), kind in zip(to_embed, self._nearest([t for t, _ in to_embed]), strict=True):
+            failures = self.embed_failures
+            kinds = self._nearest([t for t, _ in to_embed])
+            for (template, _), kind in zip(to_embed, kinds, strict=True):
                 self.decisions[template] = kind
-                if self.embed_failures == 0:
+                if self.embed_failures == failures:  # (a failed call's `info` is not a verdict)
                     self.model_decisions[template] = kind
 
     def _nearest(self, texts: list[str]) -> list[LineKind]:

@@ -20,7 +20,7 @@ __all__ = ["rewrite_shapes"]
 
 def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
     """The line with the shapes above rewritten (positions of other text may move)."""
-    if not body.isascii() or _ANY_UNIT_WORD.search(body):
+    if not body.isascii() or _unit_word_hint().search(body):
         body = _time_unit_words().sub(lambda m: f"{m[1]} {lexicon().time_unit_words[m[2].lower()]}", body)
     if _GLUED_KEY.search(body) is not None:
         body = _GLUED_KEY.sub(" ", body)  # `learn 0.29passed: 17 sec`: a key glued to the value before it
@@ -87,7 +87,11 @@ def _loss_counter_value() -> re.Pattern[str]:
     )
 
 
-_ANY_UNIT_WORD = re.compile(r"\d\s*(?:seg|sec|sek|min|mil)", re.I)
+@lru_cache(maxsize=1)
+def _unit_word_hint() -> re.Pattern[str]:
+    """A cheap test for `_time_unit_words`: a digit, then the first letters of an ASCII entry."""
+    heads = {w[:3] for w in lexicon().time_unit_words if w.isascii()}
+    return re.compile(rf"\d\s*(?:{'|'.join(sorted(map(re.escape, heads)))})", re.I)
 
 
 @lru_cache(maxsize=1)

@@ -237,11 +237,9 @@ def summarize(
     epoch_only = anchor is not None and anchor.step == anchor.epoch
     if epoch_only and by is not None and by is not anchor and by.step_time_generic and by.step is None:
         step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
-    el = values.get("elapsed_s")
     if (
         step_time is None
         and step
-        and isinstance(el, float)
         and anchor is not None
         and anchor.elapsed_s is not None
         and anchor.remaining_s is not None
@@ -249,7 +247,7 @@ def summarize(
     ):
         # a record stating the run's elapsed and remaining time at this step (a trainer's own
         # progress record, not a bar): its steps took elapsed / step each on average
-        step_time = el / step
+        step_time = anchor.elapsed_s / step
     thr = values.get("throughput")
     if (
         step_time is None

@@ -206,13 +206,11 @@ def drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tupl
 
 def drop_closing_record(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
     """A last record without the loss every record before it carried (`{"step": 60, "of": 60,
-    "epoch": 2.0}` after records with `"loss"`) is the
-    record a trainer writes when it closes, not a report of a step: the record before it is the
-    latest progress line."""
+    "epoch": 2.0}` after records with `"loss"`) is the record a trainer writes when it closes,
+    not a report of a step: the record before it is the latest progress line."""
     if len(train) < 4 or train[-1][1] or not _is_record(train[-1][0]) or train[-1][0].loss is not None:
         return train
-    before = [s for s, _ in train[-6:-1]]
-    if all(_is_record(s) and (s.loss is not None or s.loss_is_nan) for s in before[-3:]):
+    if all(_is_record(s) and (s.loss is not None or s.loss_is_nan) for s, _ in train[-4:-1]):
         return train[:-1]
     return train
 
