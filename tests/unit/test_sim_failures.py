@@ -4,7 +4,7 @@ failure-aware requeue (golden tiny traces), seeded rates, invariants."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from schedmate.core.errors import ConfigError
@@ -94,6 +94,17 @@ def test_failure_spec_parsing() -> None:
             FailureModel.parse(bad)
 
 
+def test_a_job_that_keeps_losing_its_work_ends_after_max_requeues() -> None:
+    # j0 needs 100 s; a failure every 90 s of its runs: restarted from scratch it never ends
+    every_90s = tuple(("j0", 50.0 + 90.0 * k) for k in range(8))
+    fm = FailureModel(infra_per_gpu_h=0.0, app_prob=0.0, checkpoint_s=30.0, max_requeues=5, scripted=every_90s)
+    j0 = run([J(0, 0, 100)], "fifo", fm).jobs[0]
+    assert (j0.failures, j0.failed, j0.end) == (6, True, 50.0 + 90.0 * 5)  # 5 requeues, then it ends
+    j0 = run([J(0, 0, 100)], "semantic", fm).jobs[0]
+    assert (j0.failures, j0.failed, j0.end) == (1, False, 120.0)  # checkpointed: it keeps 30 s and ends
+    assert FailureModel.parse("requeues=2").max_requeues == 2
+
+
 @pytest.mark.timeout(120)  # a spinning engine loop fails here, not after CI's limit
 @settings(max_examples=40, deadline=None)
 @given(
@@ -101,6 +112,7 @@ def test_failure_spec_parsing() -> None:
     st.sampled_from(["fifo", "sjf", "tiresias", "semantic", "lucid", "semantic-pack"]),
     st.integers(min_value=8, max_value=48),
 )
+@example(1274, "fifo", 8)  # a 0.16/h failure rate on long jobs restarted from scratch: requeued forever before the cap
 def test_failure_properties(seed: int, policy: str, gpus: int) -> None:
     jobs = [j for j in synthetic_trace(100, seed=seed, mean_gap_s=30) if j.gpus <= gpus]
     fm = FailureModel(infra_per_gpu_h=0.02, app_prob=0.2, checkpoint_s=600, seed=seed)
@@ -117,6 +129,9 @@ def test_failure_properties(seed: int, policy: str, gpus: int) -> None:
     assert len(done) == len(jobs)  # every job ends exactly once (the engine raises on a second end)
     for j in done:
         assert j.end >= j.first_start >= j.submit
-        assert j.end - j.first_start >= j.duration - 1e-6
+        if j.lost_in_a_row > fm.max_requeues:  # gave up after losing its work too often
+            assert j.failed
+        else:
+            assert j.end - j.first_start >= j.duration - 1e-6
     m, _ = summarize_sim(res)
     assert m.failures == res.infra_failures + res.app_failures and m.lost_gpu_h >= 0

@@ -189,7 +189,7 @@ def simulate(
         str | None,
         typer.Option(
             help="Inject failures: 'on' (documented defaults) or "
-            "'infra=1e-4,app=0.1,checkpoint=1800,retries=1,seed=0'."
+            "'infra=1e-4,app=0.1,checkpoint=1800,retries=1,requeues=5,seed=0'."
         ),
     ] = None,
     interference: Annotated[

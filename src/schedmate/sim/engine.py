@@ -259,7 +259,8 @@ class Simulator(RoundMixin, PackingMixin):
                     if progress is not None and done % 1000 == 0:
                         progress(1000)
             elif kind == _FAIL:
-                self._infra_failure(vc, st, t, events)
+                if self._infra_failure(vc, st, t, events):
+                    done += 1
             elif kind == _KEY:  # a running job's key changed (a demotion, a warm-up's end): re-rank
                 vc.ver += 1
                 if not self._round_would_act(vc, t, policy):
@@ -406,7 +407,8 @@ class Simulator(RoundMixin, PackingMixin):
         self._push(vc, st, now)
 
     # -- failures -------------------------------------------------------------------------------
-    def _infra_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> None:
+    def _infra_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> bool:
+        """An infrastructure failure of a running job; True when the job ended (no requeue)."""
         assert self.failures is not None
         self._settle(st, now)
         done = st.duration - st.remaining
@@ -415,12 +417,20 @@ class Simulator(RoundMixin, PackingMixin):
         st.remaining = st.duration - kept
         st.failures += 1
         self.infra_failures += 1
+        st.lost_in_a_row = 0 if kept > st.kept else st.lost_in_a_row + 1
+        st.kept = kept
         self._release(vc, st, now, events)
+        if st.lost_in_a_row > self.failures.max_requeues:  # gave up, as Slurm's MaxBatchRequeue
+            st.failed = True
+            st.end = now
+            self.estimator.observe(st)
+            return True
         if self.aware:
             self._push(vc, st, now, head=True)
         else:
             st.queued_at = now
             self._push(vc, st, now)
+        return False
 
     def _app_failure(self, vc: VCState, st: JobState, now: float, events: list[Event]) -> bool:
         """The run ended in an application failure; True when the job was resubmitted."""

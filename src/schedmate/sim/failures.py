@@ -18,6 +18,13 @@ scratch at the tail of the queue and retry an application failure `blind_retries
 Analyzer classified the log) requeues an infrastructure failure at the head of the queue
 from its last checkpoint (every `checkpoint_s` seconds of progress) and does not retry an
 application failure.
+
+Either way a job is requeued after an infrastructure failure only while it keeps progress:
+after `max_requeues` failures in a row that kept nothing (every failure of a job restarted
+from scratch; a checkpointed job's failures before its next checkpoint) it ends failed, as
+Slurm ends a job after `MaxBatchRequeue` (default 5) requeues. Without the cap a long job on
+a failure-prone allocation (a mean time between failures far below its duration) would be
+requeued forever.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ class FailureModel:
     app_prob: float = 0.25
     checkpoint_s: float = 1800.0
     blind_retries: int = 1
+    max_requeues: int = 5
     use_trace_status: bool = True
     seed: int = 0
     # scripted infrastructure failures (job_id, time): the job fails then if it is running (tests, replays)
@@ -42,7 +50,7 @@ class FailureModel:
 
     @classmethod
     def parse(cls, spec: str) -> FailureModel:
-        """`on` (the documented defaults) or `infra=1e-4,app=0.1,checkpoint=600,retries=0,seed=1`."""
+        """`on` (the documented defaults) or `infra=1e-4,app=0.1,checkpoint=600,retries=0,requeues=5,seed=1`."""
         spec = spec.strip()
         if spec in ("on", "default", ""):
             return cls()
@@ -51,6 +59,7 @@ class FailureModel:
             "app": "app_prob",
             "checkpoint": "checkpoint_s",
             "retries": "blind_retries",
+            "requeues": "max_requeues",
             "seed": "seed",
             "trace_status": "use_trace_status",
         }

@@ -42,6 +42,8 @@ class JobState:
     failed: bool = False  # it ended in a failure
     failures: int = 0
     retries: int = 0
+    kept: float = 0.0  # work saved by its last checkpoint (full-speed seconds)
+    lost_in_a_row: int = 0  # infrastructure failures in a row that kept no new work
     alloc: Alloc = ()  # node placement: the (node, GPUs) its latest run held (shared by a pair)
     overhead: float = 0.0  # work added by preemptions (checkpoint + restart), full-speed seconds
     start_seq: int = 0  # order of its latest (re)start (Lucid's run-list order breaks key ties)
