@@ -228,9 +228,14 @@ _SOURCE_FILE_LINE = re.compile(
 _SOURCE_FILE_HINT = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|lua|jl):\d")
 
 
+# Python logging's default format, `LEVEL:logger:message` (`INFO:trainer:[3,  40] loss: 1.2`)
+_LOGGING_DEFAULT = re.compile(r"^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.\-]*:")
+
+
 def strip_timestamps(text: str) -> str:
-    """The line without timestamps and logger source locations."""
-    out = _TIMESTAMP.sub(" ", text)
+    """The line without timestamps, logger source locations and Python logging's default prefix."""
+    out = _LOGGING_DEFAULT.sub(" ", text, count=1) if text[:12].lstrip()[:1].isupper() else text
+    out = _TIMESTAMP.sub(" ", out)
     if ":" in out and _CLOCK.search(out):
         out = _CTIME.sub(" ", out)
     out = _SOURCE_LOCATION.sub(" ", out)
