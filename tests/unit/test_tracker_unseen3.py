@@ -16,3 +16,15 @@ def test_python_loggings_default_prefix_is_not_part_of_the_line() -> None:
     lines = [f"INFO:trainer:[3, {i:4d}] loss: -{i}1.5" for i in range(10, 13)]
     r = run(["WARNING:py.warnings:a deprecation notice", *lines])
     assert (r.step, r.loss) == (12, -121.5)
+
+
+def test_a_fraction_with_thousands_separators_is_one_counter() -> None:
+    bar = " {p}% ━━━━━━━━━━━━ {n:,}/120,000  [ 0:0{p}:00 < 0:00:00 , 640 it/s ]"
+    r = run([bar.format(p=p, n=n) for p, n in ((3, 40_960), (7, 81_920))])
+    assert (r.step, r.total_steps, r.step_time_s) == (81_920, 120_000, 1 / 640)
+    r = run(["iter 1,900/2,000 | loss 0.31", "iter 2,000/2,000 | loss 0.30"])
+    assert (r.step, r.total_steps, r.loss) == (2000, 2000, 0.30)
+    # a finished bar overshooting its total by the last chunk of work
+    r = run([bar.format(p=p, n=n) for p, n in ((7, 81_920), (100, 122_880))])
+    assert r.step == 122_880  # (its total, exceeded, is not reported: progress stays <= 1)
+    assert run(["iter 2,400/2,000 | loss 0.30"]).step is None  # not a finished bar: not a counter

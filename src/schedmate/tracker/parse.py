@@ -116,6 +116,12 @@ _RATE = re.compile(
 # the unit part alone: a cheap test before the (slow, number-first) rate pattern
 _RATE_UNIT = re.compile(r"[a-z]/(?:it|s|sec|step|batch|iter|epoch|second)\b")
 _FRACTION = re.compile(r"(?<![\w.:/\-])(?P<n>\d+)\s?/\s{0,4}(?P<d>\d+)(?![\w./%]|:\d)")  # `40336/50000: ...`
+# a fraction written with thousands separators (`12,500/100,000`), not a list (`3,100,0.5`)
+_GROUPED = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
+_GROUPED_FRACTION = re.compile(
+    rf"(?<![\w.,])(?=[\d,]*,\d{{3}}\s*/|\d+\s*/\s*\d{{1,3}},\d{{3}}){_GROUPED}\s*/\s*{_GROUPED}(?![\w.]|,\d)"
+)
+_FULL_PERCENT = re.compile(r"(?<![\d.])100(?:\.0+)?\s*%")
 _LEADING_PAIR = re.compile(r"^\s*\[\s*(?P<e>\d+)\s*,\s*(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)")
 _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
@@ -511,6 +517,8 @@ def parse_line(text: str) -> Candidates:
     if parse_kv_row(c, text) or _flat_kv_rows(c, text):
         return c
     body = strip_timestamps(text)
+    if "," in body and "/" in body and _GROUPED_FRACTION.search(body):
+        body = _GROUPED_FRACTION.sub(lambda m: m[0].replace(",", ""), body)  # `12,500/100,000`
     body = rewrite_shapes(body, value_first=not _COUNTER_CURRENT_AVG.match(body))
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
@@ -572,7 +580,9 @@ def parse_line(text: str) -> Candidates:
             f = fracs[-1]
             n, d = float(f["n"]), float(f["d"])
             # `0/2000` with no loss: nothing done yet (like a bar at 0); `[0/60000]  Loss: 2.3` is step 0
-            if d > 0 and n <= d and (n > 0 or "loss" in c.values):
+            # a finished bar may overshoot its total by the last chunk (`100% ... 50,176/50,000`)
+            over = n > d and n <= 1.1 * d and _FULL_PERCENT.search(body) is not None
+            if d > 0 and (n <= d or over) and (n > 0 or "loss" in c.values):
                 c.put("step", 4, n)
                 c.put("total_steps", 4, d)
         elif (
