@@ -27,4 +27,4 @@ def test_a_fraction_with_thousands_separators_is_one_counter() -> None:
     # a finished bar overshooting its total by the last chunk of work
     r = run([bar.format(p=p, n=n) for p, n in ((7, 81_920), (100, 122_880))])
     assert r.step == 122_880  # (its total, exceeded, is not reported: progress stays <= 1)
-    assert run(["iter 2,400/2,000 | loss 0.30"]).step is None  # not a finished bar: not a counter
+    assert run(["[2,400/2,000] loss 0.30"]).step is None  # not a finished bar: not a counter
