@@ -28,3 +28,13 @@ def test_a_fraction_with_thousands_separators_is_one_counter() -> None:
     r = run([bar.format(p=p, n=n) for p, n in ((7, 81_920), (100, 122_880))])
     assert r.step == 122_880  # (its total, exceeded, is not reported: progress stays <= 1)
     assert run(["[2,400/2,000] loss 0.30"]).step is None  # not a finished bar: not a counter
+
+
+def test_the_only_whole_number_of_a_positional_value_list_is_the_counter() -> None:
+    lines = []
+    for k in range(1, 4):
+        lines += [f"INFO:vocoder:Train Epoch: 12 [{k * 30}%]", f"INFO:vocoder:[2.4{k}, 1.9, nan, {k}400, 3.1e-4]"]
+    r = run(lines)
+    assert (r.last_progress_line, r.step, r.loss) == (lines[-1], 3400, None)
+    assert run(["[0.25, 0.5, 1.0]", "[0.5, 0.75, 1.0]"]).step is None  # a vector of values: no counter
+    assert run(["[4, 7]", "[5, 8]"]).step is None  # two whole numbers: which is the counter is unknown

@@ -121,6 +121,7 @@ _GROUPED = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
 _GROUPED_FRACTION = re.compile(
     rf"(?<![\w.,])(?=[\d,]*,\d{{3}}\s*/|\d+\s*/\s*\d{{1,3}},\d{{3}}){_GROUPED}\s*/\s*{_GROUPED}(?![\w.]|,\d)"
 )
+_NUMBER_LIST = re.compile(rf"\s*\[(?P<items>\s*(?:{NUM})(?:\s*,\s*(?:{NUM}))+)\s*\]\s*", re.I)
 _FULL_PERCENT = re.compile(r"(?<![\d.])100(?:\.0+)?\s*%")
 _LEADING_PAIR = re.compile(r"^\s*\[\s*(?P<e>\d+)\s*,\s*(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)")
 _EPOCH_BRACKET = re.compile(
@@ -522,6 +523,14 @@ def parse_line(text: str) -> Candidates:
     body = rewrite_shapes(body, value_first=not _COUNTER_CURRENT_AVG.match(body))
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
+    if body.lstrip().startswith("[") and (vec := _NUMBER_LIST.fullmatch(body)) is not None:
+        # `[0.41, 2.7, nan, 5200, 2e-4]`: a positional list of values; its only whole number,
+        # among decimals, is the run's counter (the values around it are unnamed: no loss)
+        whole = [v for v in vec["items"].split(",") if v.strip().isdigit()]
+        if len(whole) == 1 and vec["items"].count(",") >= 1:
+            c.put("step", 4, float(whole[0]))
+            c.n_metrics += vec["items"].count(",")  # the unnamed values
+            return c
     if body.lstrip().startswith("[") and (pair := _LEADING_PAIR.match(body)) is not None:
         # `[3,  2000] loss: 1.85`: a bare [epoch, batch] pair opening a line with a metric
         c.put("epoch", 2, float(pair["e"]))
