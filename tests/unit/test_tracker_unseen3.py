@@ -38,3 +38,10 @@ def test_the_only_whole_number_of_a_positional_value_list_is_the_counter() -> No
     assert (r.last_progress_line, r.step, r.loss) == (lines[-1], 3400, None)
     assert run(["[0.25, 0.5, 1.0]", "[0.5, 0.75, 1.0]"]).step is None  # a vector of values: no counter
     assert run(["[4, 7]", "[5, 8]"]).step is None  # two whole numbers: which is the counter is unknown
+
+
+def test_a_list_of_names_then_the_list_of_their_values() -> None:
+    r = run([f"Ep {e} [Mean. Loss, Loss, lr] = [0.5{e}, 0.4{e}, 1e-3]" for e in (3, 4)])
+    assert (r.step, r.loss) == (4, 0.44)
+    r = run([f"step {s} [train loss, val loss]: [0.{s}1, 0.{s}9]" for s in (5, 6)])
+    assert (r.step, r.loss) == (6, 0.61)

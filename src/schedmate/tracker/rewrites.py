@@ -33,6 +33,14 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
         if len(keys) == len(values):
             paired = ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True))
             body = body[: pair.start()] + paired + body[pair.end() :]
+    if "]" in body and (lists := _LISTED_PAIRS.search(body)) is not None:
+        # `[Avg. Loss, Loss]: [6.08, 6.09]`: a list of names, then the list of their values
+        keys, values = lists["k"].split(","), lists["v"].split(",")
+        if len(keys) == len(values):
+            paired = ", ".join(
+                f"{' '.join(k.replace('.', ' ').split())}: {v.strip()}" for k, v in zip(keys, values, strict=True)
+            )
+            body = body[: lists.start()] + paired + body[lists.end() :]
     if (sets := _bare_set_values(body)) is not None:
         body = sets
     if "," in body and (pairs := _alternating_pairs(body)) is not None:
@@ -111,6 +119,11 @@ _PAIR_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _PAIRED_VALUES = re.compile(
     r"(?<![\w/])(?P<k>[^\W\d][\w ]{0,30}(?:/[^\W\d]\w{0,30}){1,5})\s*[:=]\s*"
     rf"(?P<v>{_PAIR_NUM}(?:\s*/\s*{_PAIR_NUM}){{1,5}})(?![\w./])"
+)
+
+_LISTED_PAIRS = re.compile(
+    r"\[(?P<k>\s*[^\W\d][\w. ]{0,30}(?:,\s*[^\W\d][\w. ]{0,30}){1,7})\]\s*[:=]\s*"
+    rf"\[(?P<v>\s*{_PAIR_NUM}(?:\s*,\s*{_PAIR_NUM}){{1,7}})\s*\]"
 )
 
 
