@@ -45,3 +45,9 @@ def test_a_list_of_names_then_the_list_of_their_values() -> None:
     assert (r.step, r.loss) == (4, 0.44)
     r = run([f"step {s} [train loss, val loss]: [0.{s}1, 0.{s}9]" for s in (5, 6)])
     assert (r.step, r.loss) == (6, 0.61)
+
+
+def test_a_range_of_minibatches_reports_its_end() -> None:
+    lines = [f"Epoch[2 of 5]-Minibatch[ {a}- {a + 9}, {a + 9}.0%]: loss = 0.3{a}; time = 0.05s" for a in (31, 41)]
+    r = run(lines)
+    assert (r.step, r.total_steps, r.loss, r.step_time_s) == (50, None, 0.341, 0.05)

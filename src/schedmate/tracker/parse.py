@@ -148,9 +148,10 @@ _PER = re.compile(
     re.I,
 )
 _PER_DENOM = {"iteration": "iter", "update": "step", "second": "s"}
-# a range of batches or iterations reported at once: `batch 150-200`, `[iters 10-20]`, `5251-5625batch`
+# a range of batches or iterations reported at once: `batch 150-200`, `[iters 10-20]`, `5251-5625batch`,
+# `Minibatch[ 41- 50]`
 _RANGE = re.compile(
-    r"\b(?:batch(?:es)?|iters?|iterations?|steps?)\s*\[?\s*(?P<a>\d+)\s*-\s*(?P<b>\d+)\b(?!\s*[:.]\d)"
+    r"\b(?:(?:mini-?)?batch(?:es)?|iters?|iterations?|steps?)\s*\[?\s*(?P<a>\d+)\s*-\s*(?P<b>\d+)\b(?!\s*[:.]\d)"
     r"|(?<![\w.-])(?P<a2>\d+)-(?P<b2>\d+)\s?(?:batch|iter|step)s?\b",
     re.I,
 )
