@@ -51,3 +51,16 @@ def test_a_range_of_minibatches_reports_its_end() -> None:
     lines = [f"Epoch[2 of 5]-Minibatch[ {a}- {a + 9}, {a + 9}.0%]: loss = 0.3{a}; time = 0.05s" for a in (31, 41)]
     r = run(lines)
     assert (r.step, r.total_steps, r.loss, r.step_time_s) == (50, None, 0.341, 0.05)
+
+
+def test_a_line_naming_itself_training_ends_an_evaluation_section() -> None:
+    def run_lines(first: int, loss: str) -> list[str]:
+        return [
+            f"Epoch {first}/9",
+            f"Training: 100%|##########| 50/50 [00:20<00:00,  2.50it/s, loss={loss}]",
+            "Validating: 100%|##########| 10/10 [00:02<00:00,  5.00it/s]",
+        ]
+
+    lines = [*run_lines(9, "0.41"), "Testing in evaluation mode", "mIoU 0.52", *run_lines(1, "1.93")]
+    r = run(lines)
+    assert (r.last_progress_line, r.loss) == (lines[-2], 1.93)  # the second run, appended

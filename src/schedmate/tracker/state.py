@@ -127,6 +127,8 @@ class Sections:
             return s
         key = _stream(s)
         pos = _position(s)
+        if self.in_eval and _says_training(s.text):
+            self.in_eval = False  # `Training: 100%|...|`: the line names itself training
         if self.in_eval:
             last = self.last_pos.get(key)
             fresh = key not in self.last_pos
@@ -144,6 +146,12 @@ class Sections:
         if pos is not None or key not in self.last_pos:
             self.last_pos[key] = pos
         return s
+
+
+def _says_training(text: str) -> bool:
+    """The line opens with a word of training (`Training: 45%|...`, `训练 epoch 3`)."""
+    words = _WORD.findall(_LOG_PREFIX.sub("", strip_timestamps(text[:80])).lower())
+    return bool(words) and words[0] in lexicon().train_words
 
 
 def _position(s: ProgressSample) -> tuple[float, float] | None:
