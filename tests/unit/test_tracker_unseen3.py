@@ -64,3 +64,10 @@ def test_a_line_naming_itself_training_ends_an_evaluation_section() -> None:
     lines = [*run_lines(9, "0.41"), "Testing in evaluation mode", "mIoU 0.52", *run_lines(1, "1.93")]
     r = run(lines)
     assert (r.last_progress_line, r.loss) == (lines[-2], 1.93)  # the second run, appended
+
+
+def test_ce_is_a_loss_named_by_its_kind() -> None:
+    r = run([f"Train | ep {e} | lr=2.0E-04 | ce={e}.25 | ppl=9.5" for e in (1, 2)])
+    assert (r.step, r.loss) == (2, 2.25)
+    r = run([f"step {s} loss 3.{s} ce 2.{s} aux 0.5" for s in (1, 2)])
+    assert r.loss == 3.2  # beside a loss, ce is one of its terms
