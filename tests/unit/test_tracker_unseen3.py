@@ -71,3 +71,11 @@ def test_ce_is_a_loss_named_by_its_kind() -> None:
     assert (r.step, r.loss) == (2, 2.25)
     r = run([f"step {s} loss 3.{s} ce 2.{s} aux 0.5" for s in (1, 2)])
     assert r.loss == 3.2  # beside a loss, ce is one of its terms
+
+
+def test_json_values_in_one_element_lists() -> None:
+    lines = [f'{{"round": [{n}], "train_policy_losses": ["0.{n}1"], "val_return": ["7.5"]}}' for n in (7, 8)]
+    r = run(lines)
+    assert (r.step, r.loss) == (8, None)  # only a component loss: no total
+    r = run([f'{{"epoch": [{n}], "train_loss": ["0.{n}3"]}}' for n in (7, 8)])
+    assert (r.step, r.loss) == (8, 0.83)

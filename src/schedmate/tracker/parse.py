@@ -403,7 +403,8 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
     try:
         obj = json.loads(t)
         pairs = (
-            [(str(k), str(v)) for k, v in obj.items() if isinstance(v, (int, float, str))]
+            # a value in a one-element list (`"epoch": [12]`, a frame's row written as a dict) is the value
+            [(str(k), str(x)) for k, v in obj.items() if isinstance(x := _sole(v), (int, float, str))]
             if isinstance(obj, dict)
             else []
         )
@@ -430,6 +431,10 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
         if apply_kv(c, k, m["v"], m["u"] or ""):
             c.n_metrics += 1
     return True
+
+
+def _sole(v: object) -> object:
+    return v[0] if isinstance(v, list) and len(v) == 1 else v
 
 
 def _namespaced_losses(pairs: list[tuple[str, str]]) -> set[str]:
