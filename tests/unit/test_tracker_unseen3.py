@@ -79,3 +79,22 @@ def test_json_values_in_one_element_lists() -> None:
     assert (r.step, r.loss) == (8, None)  # only a component loss: no total
     r = run([f'{{"epoch": [{n}], "train_loss": ["0.{n}3"]}}' for n in (7, 8)])
     assert (r.step, r.loss) == (8, 0.83)
+
+
+def test_a_counterless_average_loss_after_the_loop_is_its_summary() -> None:
+    loop = [f"Ep 1 [{n}/300]  loss= 0.{n // 10}5" for n in (100, 200, 300)]
+    for summary in ("Train result: Mean loss: 0.21", "avg loss 0.21"):
+        r = run([*loop, summary, "Val result: Mean loss: 0.30"])
+        assert (r.last_progress_line, r.step, r.loss) == (loop[-1], 300, 0.305)
+    # after a counter line that printed no loss, the average is the record's own loss
+    r = run(["Ep 1", "avg loss 0.21", "Ep 2", "avg loss 0.19"])
+    assert r.loss == 0.19
+
+
+def test_a_bar_described_as_validate_is_evaluation() -> None:
+    lines = [
+        "Train Ep #4: 100% 800/800 [10:00<00:00,  1.33it/s, loss=0.52]",
+        "Validate Ep #4: 100% 40/40 [00:20<00:00,  2.00it/s, loss=0.61]",
+    ]
+    r = run(lines)
+    assert (r.last_progress_line, r.step, r.loss) == (lines[0], 800, 0.52)

@@ -53,6 +53,7 @@ _BARE_DURATION = re.compile(
 )
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]{0,60})['\"]?\s*[:=]\s*[\[{]")
 _FIRST_VALUE = re.compile(r"\d")
+_AVERAGE_RANK = 4  # the lexicon ranks a loss named as an average (`avg_loss`, `mean_loss`) 4
 _KEY_WITHOUT_VALUE = re.compile(r"\w:\s*$")
 _STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`, `v2`)
 
@@ -117,4 +118,7 @@ def finish_line(c: Candidates, body: str) -> None:
         )
     low = body.lower()
     words = set(WORDS.findall(low))
-    c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words)
+    c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words) or (
+        # `Train set: Avg loss: 0.23` with no counter: the average of a loop's reports
+        "step" not in v and "epoch" not in v and v.get("loss", (0, 0.0))[0] >= _AVERAGE_RANK
+    )

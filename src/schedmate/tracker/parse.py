@@ -216,7 +216,7 @@ _DIGIT = re.compile(r"\d")
 _NAN_POINT = re.compile(r"(?<![\w.])(nan|inf)\.0(?![\w.])", re.I)
 _DATA_WORK = re.compile(r"^\W*(?:read|load|writ|sav|copy|copi|pars|unpack|shuffl|split)", re.I)
 EVAL_WORDS = re.compile(
-    r"(?<![\w/])(?:val|valid|validation|validating|validated|eval|evaluating|evaluation|evaluated?|test|testing|"
+    r"(?<![\w/])(?:val|valid|validation|validate|validating|validated|eval|evaluating|evaluation|evaluated?|test|testing|"
     r"inference|predict|predicting|mAP\d*|Epoch\(val\))(?![\w/])",
     re.I,
 )

@@ -66,7 +66,9 @@ def drop_trailing_summaries(
         if not loop:
             break
         if s.step is None:
-            reached = True
+            # a counterless loss after loop lines that printed none is the record's own (`Epoch 3`
+            # then `avg loss: 0.5`), not a summary of them
+            reached = s.loss is None or loop[-1].loss is not None
         elif s.epoch is not None and s.step == s.epoch:  # an epoch summary: compare epochs
             # (a loop counting only global steps reached the epoch it just summarised)
             reached = all(x.epoch is None for x in loop[-50:]) or any(
