@@ -97,7 +97,9 @@ def test_failure_spec_parsing() -> None:
 def test_a_job_that_keeps_losing_its_work_ends_after_max_requeues() -> None:
     # j0 needs 100 s; a failure every 90 s of its runs: restarted from scratch it never ends
     every_90s = tuple(("j0", 50.0 + 90.0 * k) for k in range(8))
-    fm = FailureModel(infra_per_gpu_h=0.0, app_prob=0.0, checkpoint_s=30.0, max_requeues=5, scripted=every_90s)
+    fm = FailureModel(
+        infra_per_gpu_h=0.0, app_prob=0.0, checkpoint_s=30.0, max_requeues=5, scripted=every_90s
+    )
     j0 = run([J(0, 0, 100)], "fifo", fm).jobs[0]
     assert (j0.failures, j0.failed, j0.end) == (6, True, 50.0 + 90.0 * 5)  # 5 requeues, then it ends
     j0 = run([J(0, 0, 100)], "semantic", fm).jobs[0]
@@ -112,7 +114,9 @@ def test_a_job_that_keeps_losing_its_work_ends_after_max_requeues() -> None:
     st.sampled_from(["fifo", "sjf", "tiresias", "semantic", "lucid", "semantic-pack"]),
     st.integers(min_value=8, max_value=48),
 )
-@example(1274, "fifo", 8)  # a 0.16/h failure rate on long jobs restarted from scratch: requeued forever before the cap
+@example(
+    1274, "fifo", 8
+)  # a 0.16/h failure rate on long jobs restarted from scratch: requeued forever before the cap
 def test_failure_properties(seed: int, policy: str, gpus: int) -> None:
     jobs = [j for j in synthetic_trace(100, seed=seed, mean_gap_s=30) if j.gpus <= gpus]
     fm = FailureModel(infra_per_gpu_h=0.02, app_prob=0.2, checkpoint_s=600, seed=seed)

@@ -33,7 +33,10 @@ def test_a_fraction_with_thousands_separators_is_one_counter() -> None:
 def test_the_only_whole_number_of_a_positional_value_list_is_the_counter() -> None:
     lines = []
     for k in range(1, 4):
-        lines += [f"INFO:vocoder:Train Epoch: 12 [{k * 30}%]", f"INFO:vocoder:[2.4{k}, 1.9, nan, {k}400, 3.1e-4]"]
+        lines += [
+            f"INFO:vocoder:Train Epoch: 12 [{k * 30}%]",
+            f"INFO:vocoder:[2.4{k}, 1.9, nan, {k}400, 3.1e-4]",
+        ]
     r = run(lines)
     assert (r.last_progress_line, r.step, r.loss) == (lines[-1], 3400, None)
     assert run(["[0.25, 0.5, 1.0]", "[0.5, 0.75, 1.0]"]).step is None  # a vector of values: no counter
@@ -48,7 +51,9 @@ def test_a_list_of_names_then_the_list_of_their_values() -> None:
 
 
 def test_a_range_of_minibatches_reports_its_end() -> None:
-    lines = [f"Epoch[2 of 5]-Minibatch[ {a}- {a + 9}, {a + 9}.0%]: loss = 0.3{a}; time = 0.05s" for a in (31, 41)]
+    lines = [
+        f"Epoch[2 of 5]-Minibatch[ {a}- {a + 9}, {a + 9}.0%]: loss = 0.3{a}; time = 0.05s" for a in (31, 41)
+    ]
     r = run(lines)
     assert (r.step, r.total_steps, r.loss, r.step_time_s) == (50, None, 0.341, 0.05)
 
@@ -98,3 +103,20 @@ def test_a_bar_described_as_validate_is_evaluation() -> None:
     ]
     r = run(lines)
     assert (r.last_progress_line, r.step, r.loss) == (lines[0], 800, 0.52)
+
+
+def test_up_dot_abbreviates_updates() -> None:
+    lines = [f"Ep. 3 : Up. {u} : Sen. {u * 4} : Cost {9 - u / 1000:.2f} : L.r. 1.0e-04" for u in (4000, 5000)]
+    r = run(lines)
+    assert (r.step, r.loss) == (5000, 4.0)
+
+
+def test_time_since_the_epoch_began_is_not_a_step_time() -> None:
+    lines = ["Epoch 7/9"]
+    lines += [f"  it {n}/120 | Loss: 0.{n % 10}1 | Time: {n * 0.45:.1f}s" for n in range(20, 121, 20)]
+    lines += ["Epoch 8/9", "  it 20/120 | Loss: 0.31 | Time: 9.2s", "  it 40/120 | Loss: 0.29 | Time: 18.1s"]
+    r = run(lines)
+    assert (r.step, r.loss, r.step_time_s) == (40, 0.29, None)
+    # the same field, steady from line to line, is a step's time
+    r = run([f"  it {n}/120 | Loss: 0.30 | Time: 0.45s" for n in range(20, 121, 20)])
+    assert r.step_time_s == 0.45

@@ -38,7 +38,8 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
         keys, values = lists["k"].split(","), lists["v"].split(",")
         if len(keys) == len(values):
             paired = ", ".join(
-                f"{' '.join(k.replace('.', ' ').split())}: {v.strip()}" for k, v in zip(keys, values, strict=True)
+                f"{' '.join(k.replace('.', ' ').split())}: {v.strip()}"
+                for k, v in zip(keys, values, strict=True)
             )
             body = body[: lists.start()] + paired + body[lists.end() :]
     if (sets := _bare_set_values(body)) is not None:

@@ -349,10 +349,23 @@ def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
         (_global_step(s), s.step_time_s)
         for s, bar in train[-200:]
         if not bar and s.step is not None and s.step_time_s
-    ][-4:]
-    if len(pts) < 4 or any(b[0] <= a[0] or b[1] <= a[1] for a, b in zip(pts, pts[1:], strict=False)):
+    ][-8:]
+    runs: list[list[tuple[float, float]]] = [pts[:1]]
+    for a, b in zip(pts, pts[1:], strict=False):
+        if b[0] > a[0] and b[1] > a[1]:
+            runs[-1].append(b)
+        elif b[0] < a[0] and b[1] < a[1]:
+            runs.append([b])  # a new epoch: the counter and the time since the epoch began restart
+        else:
+            runs = [[b]]  # not growing together: only what follows can tell
+    if len(runs) == 1:
+        growing = runs[0][-4:] if len(runs[0]) >= 4 else []
+    else:  # time since each epoch's start: the epochs before the last show the growth
+        growing = max(runs[:-1], key=len) if len(runs[-1]) < 3 else runs[-1]
+        growing = growing if len(growing) >= 3 else []
+    if not growing:
         return False
-    (s0, t0), (s1, t1) = pts[-2], pts[-1]
+    (s0, t0), (s1, t1) = growing[-2], growing[-1]
     rate = (t1 - t0) / (s1 - s0)
     return 0.5 <= rate * s1 / t1 <= 2.0
 
