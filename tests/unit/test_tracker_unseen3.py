@@ -120,3 +120,9 @@ def test_time_since_the_epoch_began_is_not_a_step_time() -> None:
     # the same field, steady from line to line, is a step's time
     r = run([f"  it {n}/120 | Loss: 0.30 | Time: 0.45s" for n in range(20, 121, 20)])
     assert r.step_time_s == 0.45
+
+
+def test_a_table_whose_loss_named_column_holds_words_does_not_crash() -> None:
+    # a data frame's dtypes (`reg-loss  float32`) read as a header, then a row of percent labels
+    r = run(["reg-loss       float32", "      25%       50%        max"])
+    assert r.error is None and r.loss is None

@@ -263,8 +263,8 @@ class TableReader:
                 elif name in ("step_time", "outer_time"):
                     _table_time(c, name, rank, tok, ms=key.endswith(("_ms", "(ms)")))
                 elif name == "loss_component":
+                    c.components.append(float(tok))  # counted once it is a number
                     components += 1
-                    c.components.append(float(tok))
             except ValueError:
                 continue
         if components == 1 and "loss" not in c.values:
