@@ -126,3 +126,13 @@ def test_a_table_whose_loss_named_column_holds_words_does_not_crash() -> None:
     # a data frame's dtypes (`reg-loss  float32`) read as a header, then a row of percent labels
     r = run(["reg-loss       float32", "      25%       50%        max"])
     assert r.error is None and r.loss is None
+
+
+def test_a_progbar_counting_samples_gives_each_samples_time() -> None:
+    lines = [
+        "Epoch 3/3",
+        " 2048/12000 [====>.........................] - ETA: 9s - loss: 0.47",
+        "12000/12000 [==============================] - 11s 910us/sample - loss: 0.41",
+    ]
+    r = run(lines)
+    assert (r.step, r.loss, r.step_time_s) == (12000, 0.41, 0.00091)

@@ -17,6 +17,8 @@ __all__ = ["WORDS", "finish_line"]
 _PROGBAR_DONE = re.compile(
     r"^\s*(?P<n>\d+)/(?P=n)(?: \[[=>.]+\])? - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
 )
+# a Keras-style progbar counting samples states each one's time: `6000/6000 [====] - 2s 327us/sample`
+_PER_SAMPLE = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - \S+ (?P<v>\d+(?:\.\d+)?)(?P<u>us|µs|ms|s)/sample\b")
 WORDS = re.compile(r"[^\W\d_]+")
 _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
 
@@ -92,6 +94,8 @@ def finish_line(c: Candidates, body: str) -> None:
         c.put("step", 6, epoch)
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
+    if "step_time" not in v and "step" in v and "/sample" in body and (per := _PER_SAMPLE.match(body)):
+        c.put("step_time", 2, seconds(float(per["v"]), per["u"]))  # the bar counts samples: its item's time
     if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
         per = seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0)
         if per >= 1e-3:  # under a millisecond the bar counts samples (older Keras), not steps
