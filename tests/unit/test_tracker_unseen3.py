@@ -136,3 +136,17 @@ def test_a_progbar_counting_samples_gives_each_samples_time() -> None:
     ]
     r = run(lines)
     assert (r.step, r.loss, r.step_time_s) == (12000, 0.41, 0.00091)
+
+
+def test_evaluate_and_predict_bars_after_the_last_epoch_are_not_training() -> None:
+    bar = "━━━━━━━━━━━━━━━━━━━━"
+    lines = [
+        "Epoch 4/30",
+        f"211/212 {bar} 0s 40ms/step - acc: 0.97 - loss: 0.081",
+        f"212/212 {bar} 9s 41ms/step - acc: 0.97 - loss: 0.080 - val_acc: 0.91 - val_loss: 0.33",
+        "Epoch 4: early stopping",
+        f"63/63 {bar} 1s 15ms/step - acc: 0.88 - loss: 0.412",
+        f"63/63 {bar} 1s 14ms/step",
+    ]
+    r = run(lines)
+    assert (r.last_progress_line, r.step, r.loss, r.step_time_s) == (lines[2], 212, 0.080, 0.041)

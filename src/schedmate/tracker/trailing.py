@@ -172,19 +172,26 @@ def drop_evaluate_after_fit(train: list[tuple[ProgressSample, bool]]) -> list[tu
     """A finished Keras-style bar right after the finished bar of the last epoch, with no
     `Epoch k/M` header between and other values (no `val_` metrics, which the epoch's own
     closing update adds): an `evaluate()` pass after `fit()`, not another epoch."""
-    if len(train) < 3:
+    end = len(train)
+    while end > 1 and len(train) - end < 2 and _FINISHED_PROGBAR.match(train[end - 1][0].text):
+        if "val_" in train[end - 1][0].text or _bare_epoch_header(train[end - 2][0], False):
+            break  # an epoch's own closing update
+        end -= 1  # an `evaluate()` bar, and a `predict()` bar after it
+    first = end  # the first of those bars
+    while end > 1 and train[end - 1][0].summary:
+        end -= 1  # `Epoch 8: early stopping` between the last epoch and the evaluation
+    if first == len(train) or end < 2:
         return train
-    (head, _), (done, _), (last, _) = train[-3:]
-    if not (_FINISHED_PROGBAR.match(done.text) and _FINISHED_PROGBAR.match(last.text)):
+    done = train[end - 1][0]
+    if not _FINISHED_PROGBAR.match(done.text):
         return train
-    if (
-        not _bare_epoch_header(head, False)
-        or "val_" in last.text
-        or last.loss is None
-        or last.loss == done.loss
-    ):
+    # the last epoch's closing update: it states the `val_` metrics, or follows its epoch header
+    if "val_" not in done.text and not _bare_epoch_header(train[end - 2][0], False):
         return train
-    return train[:-1]
+    after = [s for s, _ in train[first:]]
+    if after[0].loss is None or any(s.loss == done.loss for s in after):
+        return train
+    return train[:end]
 
 
 def _timing_report(s: ProgressSample, bar: bool) -> bool:
