@@ -150,3 +150,18 @@ def test_evaluate_and_predict_bars_after_the_last_epoch_are_not_training() -> No
     ]
     r = run(lines)
     assert (r.last_progress_line, r.step, r.loss, r.step_time_s) == (lines[2], 212, 0.080, 0.041)
+
+
+def test_a_time_as_long_as_the_reporting_interval_is_not_a_step_time() -> None:
+    # reports every 200 updates, 61 s apart: `time 60.8s` is the interval's
+    lines = [
+        f"[2024-03-02 10:{m:02d}:{s:02d}] upd {u} | cost 3.{u // 100} | time 60.8s"
+        for m, s, u in ((1, 0, 800), (2, 1, 1000), (3, 2, 1200))
+    ]
+    r = run(lines)
+    assert (r.step, r.step_time_s) == (1200, None)
+    # reports every 20 iterations, 6 s apart: `time: 0.30` is one iteration's
+    lines = [
+        f"[2024-03-02 10:01:{s:02d}] iter {i} loss 0.5 time: 0.30" for s, i in ((0, 20), (6, 40), (12, 60))
+    ]
+    assert run(lines).step_time_s == 0.30

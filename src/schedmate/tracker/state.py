@@ -242,6 +242,8 @@ def summarize(
     if anchor is not None and _cumulative(train):
         step_time = None
     by = sources.get("step_time_s")
+    if step_time and by is not None and by.step_time_generic and _interval_time(train, step_time):
+        step_time = None
     epoch_only = anchor is not None and anchor.step == anchor.epoch
     if epoch_only and by is not None and by is not anchor and by.step_time_generic and by.step is None:
         step_time = None  # `Epoch 5:` / `Loss: ..` / `Time: 503s`: the epoch's duration
@@ -392,6 +394,22 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
         else (s, bar)
         for s, bar in train
     ]
+
+
+def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bool:
+    """A generic `Time 95.1s` as long as the gap between the timestamps of consecutive reports,
+    while the counter moves several steps between them, is the time of the reporting interval
+    (`Up. 500 ... Time 95.1s` every 500 updates), not of one step."""
+    pts = [
+        (s.timestamp, _global_step(s))
+        for s, bar in train[-12:]
+        if not bar and s.timestamp and s.step is not None
+    ]
+    gaps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False) if b[1] > a[1]]
+    if len(gaps) < 2:
+        return False
+    dt = statistics.median(g for g, _ in gaps)
+    return statistics.median(k for _, k in gaps) >= 2 and dt > 0 and abs(t - dt) <= 0.25 * dt
 
 
 def _global_step(s: ProgressSample) -> float:
