@@ -94,8 +94,8 @@ def finish_line(c: Candidates, body: str) -> None:
         c.put("step", 6, epoch)
         if c.total_epochs:
             c.put("total_steps", 6, float(c.total_epochs))
-    if "step_time" not in v and "step" in v and "/sample" in body and (per := _PER_SAMPLE.match(body)):
-        c.put("step_time", 2, seconds(float(per["v"]), per["u"]))  # the bar counts samples: its item's time
+    if "step_time" not in v and "step" in v and "/sample" in body and (each := _PER_SAMPLE.match(body)):
+        c.put("step_time", 2, seconds(float(each["v"]), each["u"]))  # the bar counts samples: its item's time
     if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
         per = seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0)
         if per >= 1e-3:  # under a millisecond the bar counts samples (older Keras), not steps

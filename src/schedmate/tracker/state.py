@@ -242,7 +242,12 @@ def summarize(
     if anchor is not None and _cumulative(train):
         step_time = None
     by = sources.get("step_time_s")
-    if step_time and by is not None and by.step_time_generic and _interval_time(train, step_time):
+    if (
+        isinstance(step_time, float)
+        and by is not None
+        and by.step_time_generic
+        and _interval_time(train, step_time)
+    ):
         step_time = None
     epoch_only = anchor is not None and anchor.step == anchor.epoch
     if epoch_only and by is not None and by is not anchor and by.step_time_generic and by.step is None:
