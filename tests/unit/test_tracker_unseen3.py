@@ -165,3 +165,14 @@ def test_a_time_as_long_as_the_reporting_interval_is_not_a_step_time() -> None:
         f"[2024-03-02 10:01:{s:02d}] iter {i} loss 0.5 time: 0.30" for s, i in ((0, 20), (6, 40), (12, 60))
     ]
     assert run(lines).step_time_s == 0.30
+
+
+def test_a_bars_final_refresh_after_the_run_report_is_the_training_bar() -> None:
+    # the bar never reported before the report (it was at 0): nothing says it is another loop
+    lines = [
+        "  0%|          | 0/2 [00:00<?, ?it/s]",
+        "{'train_runtime': 30.5, 'train_steps_per_second': 0.066, 'train_loss': 1.92, 'epoch': 1.0}",
+        "100%|██████████| 2/2 [00:30<00:00, 15.20s/it]",
+    ]
+    r = run(lines)
+    assert (r.has_progress, r.step, r.step_time_s) == (True, 2, 15.2)

@@ -466,7 +466,9 @@ def _after_run_end(samples: Sequence[tuple[ProgressSample, bool]]) -> list[tuple
     if end is None:
         return out
     last = next((s for s, _ in reversed(out[:end]) if not s.is_eval and s.step is not None), None)
-    before = {(_stream(last), last.total_steps)} if last is not None else set()
+    if last is None:
+        return out  # no loop reported before the report: nothing tells the training loop from another
+    before = {(_stream(last), last.total_steps)}
     for i in range(end + 1, len(out)):
         s, bar = out[i]
         if not s.is_eval and s.step is not None and (_stream(s), s.total_steps) not in before:
