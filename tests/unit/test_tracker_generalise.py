@@ -122,9 +122,11 @@ def test_a_rate_unit_in_parentheses_is_a_rate(
 # --- a finished Keras-style progbar that states only the epoch's duration ------------------
 
 
-def test_finished_progbar_duration_over_its_steps_is_the_step_time() -> None:
+def test_finished_progbar_duration_is_the_epochs_elapsed_time_not_a_step_time() -> None:
+    # session 9: three blind labellers (against one in session 3) read `- 100s -` as the epoch's
+    # cumulative elapsed time, which the data's definition leaves null; `250ms/step` is stated
     v = vals("400/400 [==============================] - 100s - loss: 0.25 - val_loss: 0.3")
-    assert v["step_time"] == pytest.approx(0.25)
+    assert "step_time" not in v
     assert vals("400/400 [=====] - 100s 250ms/step - loss: 0.25")["step_time"] == pytest.approx(0.25)
     assert "step_time" not in vals("120/400 [=====>.....] - ETA: 50s - loss: 0.3")
 

@@ -13,10 +13,6 @@ from schedmate.tracker.values import Candidates, seconds
 
 __all__ = ["WORDS", "finish_line"]
 
-# a finished Keras-style progbar stating only the epoch's duration: `300/300 [====] - 45s - loss`
-_PROGBAR_DONE = re.compile(
-    r"^\s*(?P<n>\d+)/(?P=n)(?: \[[=>.]+\])? - (?P<v>\d+(?:\.\d+)?)(?P<u>ms|s|min)\b(?!\s*\d)"
-)
 # a Keras-style progbar counting samples states each one's time: `6000/6000 [====] - 2s 327us/sample`
 _PER_SAMPLE = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - \S+ (?P<v>\d+(?:\.\d+)?)(?P<u>us|µs|ms|s)/sample\b")
 WORDS = re.compile(r"[^\W\d_]+")
@@ -96,10 +92,6 @@ def finish_line(c: Candidates, body: str) -> None:
             c.put("total_steps", 6, float(c.total_epochs))
     if "step_time" not in v and "step" in v and "/sample" in body and (each := _PER_SAMPLE.match(body)):
         c.put("step_time", 2, seconds(float(each["v"]), each["u"]))  # the bar counts samples: its item's time
-    if "step_time" not in v and "step" in v and (done := _PROGBAR_DONE.match(body)) is not None:
-        per = seconds(float(done["v"]), done["u"]) / max(float(done["n"]), 1.0)
-        if per >= 1e-3:  # under a millisecond the bar counts samples (older Keras), not steps
-            c.put("step_time", 8, per)
     if "step_time" not in v and "step" in v and not c.outer_counter:
         bare = _BARE_DURATION.search(c.rest)
         if bare is not None:  # `step 9 | loss 2.0 | 0.25s`: a lone duration field beside the counter
