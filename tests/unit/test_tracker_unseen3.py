@@ -176,3 +176,15 @@ def test_a_bars_final_refresh_after_the_run_report_is_the_training_bar() -> None
     ]
     r = run(lines)
     assert (r.has_progress, r.step, r.step_time_s) == (True, 2, 15.2)
+
+
+def test_a_checkpoint_notice_is_not_the_loops_latest_report() -> None:
+    loop = [f"ep={e} it={e * 40} ret=12.5 eps=0.1 loss=0.{e}4" for e in (1, 2)]
+    for notice in (
+        "saved=/tmp/run/q.pt it=100 steps_per_s=4.2",
+        "Saving checkpoint to /tmp/run at it 100 (4.2 it/s)",
+    ):
+        r = run([*loop, notice])
+        assert (r.step, r.loss, r.step_time_s) == (80, 0.24, None)
+    # a line that saves and reports its loss is still a report
+    assert run([*loop, "checkpoint it=100 loss=0.19"]).loss == 0.19

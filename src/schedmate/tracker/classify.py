@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.types import LineKind
-from schedmate.tracker.parse import parse_line
+from schedmate.tracker.fields import lexicon
+from schedmate.tracker.parse import parse_line, strip_timestamps
 from schedmate.tracker.templates import _MASK, MAX_TEMPLATE_CHARS, mask_batch
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ _WARNING = re.compile(
     re.I,
 )
 _LETTERS = re.compile(r"[A-Za-z]{3,}")
+_NOTICE_WORDS = re.compile(r"[^\W\d_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ def is_training_progress(text: str) -> bool:
     v = c.values
     if c.stage_label or (c.bare_count and "loss" not in v):
         return False
+    if "loss" not in v and _saved_notice(text):
+        return False  # `saved=/run/model.pt step=20000`: a checkpoint notice, not a report of the loop
     return (
         ("step" in v and (len(v) > 2 or c.is_bar))
         or "loss" in v
@@ -92,6 +96,12 @@ def is_training_progress(text: str) -> bool:
         # evaluation sample; it is the progress of a loop that reports nothing else
         or ("step" in v and c.n_eval_keys >= 1 and not c.eval_context)
     )
+
+
+def _saved_notice(text: str) -> bool:
+    """The line opens by saying a checkpoint or model is being saved (in its first three words)."""
+    words = _NOTICE_WORDS.findall(strip_timestamps(text[:120]).lower())[:3]
+    return any(w in lexicon().save_words for w in words)
 
 
 def rule_kind(text: str) -> LineKind | None:

@@ -77,6 +77,7 @@ class Lexicon:
     function_words: frozenset[str]
     auxiliary_loss_words: frozenset[str]
     done_words: tuple[str, ...]
+    save_words: frozenset[str]
     time_unit_words: dict[str, str]
 
 
@@ -106,6 +107,7 @@ def lexicon() -> Lexicon:
         function_words=frozenset(raw["function_words"]),
         auxiliary_loss_words=frozenset(raw["auxiliary_loss_words"]),
         done_words=tuple(raw["done_words"]),
+        save_words=frozenset(raw["save_words"]),
         time_unit_words={k.lower(): v for k, v in raw["time_unit_words"].items()},
     )
 
