@@ -188,3 +188,15 @@ def test_a_checkpoint_notice_is_not_the_loops_latest_report() -> None:
         assert (r.step, r.loss, r.step_time_s) == (80, 0.24, None)
     # a line that saves and reports its loss is still a report
     assert run([*loop, "checkpoint it=100 loss=0.19"]).loss == 0.19
+
+
+def test_a_loop_that_reports_only_its_rate_of_steps() -> None:
+    lines = [
+        "W1101 08:00:00.1 trainer.py:90] starting",
+        "I1101 08:01:40.0 hooks.py:21] global_step/sec: 3.125",
+    ]
+    r = run(lines)
+    assert (r.has_progress, r.step, r.step_time_s) == (True, None, 0.32)
+    # beside a loss line, the loss line still reports the step
+    r = run(["global_step/sec: 3.125", "loss = 0.71, step = 900 (32.0 sec)"])
+    assert (r.step, r.loss) == (900, 0.71)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.types import LineKind
-from schedmate.tracker.fields import lexicon
+from schedmate.tracker.fields import lexicon, normalise_key
 from schedmate.tracker.parse import parse_line, strip_timestamps
 from schedmate.tracker.templates import _MASK, MAX_TEMPLATE_CHARS, mask_batch
 
@@ -44,6 +44,7 @@ _WARNING = re.compile(
     re.I,
 )
 _LETTERS = re.compile(r"[A-Za-z]{3,}")
+_KEY_AND_NUMBER = re.compile(r"([^\W\d][\w/ ]{0,40}?)\s*[:=]\s*[\d.]+\s*$")
 _NOTICE_WORDS = re.compile(r"[^\W\d_]+")
 
 
@@ -91,11 +92,19 @@ def is_training_progress(text: str) -> bool:
         or "loss" in v
         # a step time alone is progress on a record's continuation line, not on a line of its own
         or ("step_time" in v and (len(v) > 1 or c.n_metrics + c.n_other_keys > 1 or text[:1].isspace()))
+        # `global_step/sec: 2.49`: a loop that reports only its rate of steps
+        or (set(v) == {"step_time"} and _rate_of_steps_alone(text))
         or ("step" in v and c.n_metrics >= 1)
         # a counter with only evaluation metrics (`[12] valid-auc:0.81`): kept as an
         # evaluation sample; it is the progress of a loop that reports nothing else
         or ("step" in v and c.n_eval_keys >= 1 and not c.eval_context)
     )
+
+
+def _rate_of_steps_alone(text: str) -> bool:
+    """The line is only a rate of steps named by the lexicon (`global_step/sec: 2.49`)."""
+    m = _KEY_AND_NUMBER.search(strip_timestamps(text))
+    return m is not None and normalise_key(m[1].split()[-1]) in dict(lexicon().tables).get("step_rate", {})
 
 
 def _saved_notice(text: str) -> bool:
