@@ -176,6 +176,9 @@ def test_a_bars_final_refresh_after_the_run_report_is_the_training_bar() -> None
     ]
     r = run(lines)
     assert (r.has_progress, r.step, r.step_time_s) == (True, 2, 15.2)
+    # a whole loop running after the report, with none before it, is not the training loop
+    later = [f"{n * 10:3d}%|#         | {n}/10 [00:0{n}<00:10,  1.00s/it]" for n in range(1, 11)]
+    assert not run([*lines[1:2], *later]).has_progress
 
 
 def test_a_checkpoint_notice_is_not_the_loops_latest_report() -> None:
