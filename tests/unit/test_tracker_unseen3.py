@@ -203,3 +203,10 @@ def test_a_loop_that_reports_only_its_rate_of_steps() -> None:
     # beside a loss line, the loss line still reports the step
     r = run(["global_step/sec: 3.125", "loss = 0.71, step = 900 (32.0 sec)"])
     assert (r.step, r.loss) == (900, 0.71)
+
+
+def test_early_stopping_written_as_one_identifier_is_a_summary() -> None:
+    loop = [f"it:{i}/900 trn_loss:1.{i // 100} t:{i * 90}ms avg:90.0ms" for i in (200, 300)]
+    for stop in ("stopping_early: time budget it:330/900", "Stopping early (patience): it 330/900"):
+        r = run([*loop, stop])
+        assert (r.step, r.loss) == (300, 1.3)

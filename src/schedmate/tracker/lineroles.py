@@ -114,7 +114,8 @@ def finish_line(c: Candidates, body: str) -> None:
         )
     low = body.lower()
     words = set(WORDS.findall(low))
-    c.is_summary_line = any((" " in w and w in low) or w in words for w in lex.summary_words) or (
+    spaced = low.replace("_", " ").replace("-", " ") if "_" in low or "-" in low else low  # `stopping_early`
+    c.is_summary_line = any((" " in w and w in spaced) or w in words for w in lex.summary_words) or (
         # `Train set: Avg loss: 0.23` with no counter: the average of a loop's reports
         "step" not in v and "epoch" not in v and v.get("loss", (0, 0.0))[0] >= _AVERAGE_RANK
     )
