@@ -210,3 +210,30 @@ def test_early_stopping_written_as_one_identifier_is_a_summary() -> None:
     for stop in ("stopping_early: time budget it:330/900", "Stopping early (patience): it 330/900"):
         r = run([*loop, stop])
         assert (r.step, r.loss) == (300, 1.3)
+
+
+def test_an_unclosed_list_of_numbers_is_read_in_linear_time() -> None:
+    """Items that could be read as one grouped number (`123,456`) or two made the list pattern
+    backtrack exponentially on a list that never closes (14 items: 12 s)."""
+    import time
+
+    from schedmate.tracker.parse import parse_line
+
+    for n in (24, 4000):
+        t = time.perf_counter()
+        parse_line("[" + ",".join(["123"] * n) + " x]")
+        assert time.perf_counter() - t < 0.5
+
+
+def test_long_digit_runs_in_values_are_read_in_linear_time() -> None:
+    """A number pattern that could split its digits two ways (`\\d+\\.?\\d*`) made a value
+    pair of long digit runs cubic (two 400-digit runs: 9 s); it is unambiguous now."""
+    import time
+
+    from schedmate.tracker.parse import parse_line
+
+    d = "7" * 3000
+    for line in (f"loss: {d}/{d}x", f"a/b/c/d/e/f: {'/'.join([d] * 6)}x", f"[a, b, c]: [{d}, {d}, {d} x"):
+        t = time.perf_counter()
+        parse_line(line)
+        assert time.perf_counter() - t < 0.5

@@ -45,7 +45,7 @@ __all__ = [
     "EVAL_WORDS",
 ]
 
-NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
+NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _DUR_COLON = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 _DUR_HMS = r"(?:\d+(?:\.\d+)?d\s*)?(?:\d+(?:\.\d+)?h\s*)?(?:\d+(?:\.\d+)?m(?!s)\s*)?\d+(?:\.\d+)?s\b"
 _UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|毫秒|秒|分钟|%|[KMGT]i?B|[KMGT]b|[KMGT](?![a-z]))?"
@@ -121,7 +121,10 @@ _GROUPED = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
 _GROUPED_FRACTION = re.compile(
     rf"(?<![\w.,])(?=[\d,]*,\d{{3}}\s*/|\d+\s*/\s*\d{{1,3}},\d{{3}}){_GROUPED}\s*/\s*{_GROUPED}(?![\w.]|,\d)"
 )
-_NUMBER_LIST = re.compile(rf"\s*\[(?P<items>\s*(?:{NUM})(?:\s*,\s*(?:{NUM}))+)\s*\]\s*", re.I)
+# a list of plain numbers; each item atomic (a grouped `1,234` would make item bounds ambiguous,
+# and ambiguous items backtrack exponentially on a list that does not close)
+_LIST_NUM = r"(?>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b)"
+_NUMBER_LIST = re.compile(rf"\s*\[(?P<items>\s*{_LIST_NUM}(?:\s*,\s*{_LIST_NUM})+)\s*\]\s*", re.I)
 _FULL_PERCENT = re.compile(r"(?<![\d.])100(?:\.0+)?\s*%")
 _LEADING_PAIR = re.compile(r"^\s*\[\s*(?P<e>\d+)\s*,\s*(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)")
 _EPOCH_BRACKET = re.compile(

@@ -116,7 +116,9 @@ _NUMBER_THEN_UNIT = re.compile(
 )
 
 
-_PAIR_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+# atomic: a number's digits split two ways would make a run of values backtrack polynomially
+# in their length, to the power of their count
+_PAIR_NUM = r"(?>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 _PAIRED_VALUES = re.compile(
     r"(?<![\w/])(?P<k>[^\W\d][\w ]{0,30}(?:/[^\W\d]\w{0,30}){1,5})\s*[:=]\s*"
     rf"(?P<v>{_PAIR_NUM}(?:\s*/\s*{_PAIR_NUM}){{1,5}})(?![\w./])"
@@ -154,7 +156,7 @@ def _bare_set_values(body: str) -> str | None:
 
 _KEYED_ACCURACY = re.compile(r"acc\S{0,20}\s*[:=]\s*[-+]?\.?\d")
 _NAME_FIELD = re.compile(r"^[^\W\d][\w./\- ]{0,40}$")
-_NUMBER_FIELD = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^nan$", re.I)
+_NUMBER_FIELD = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^nan$", re.I)
 
 
 def _alternating_pairs(body: str) -> str | None:
