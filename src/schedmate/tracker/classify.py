@@ -86,13 +86,13 @@ def is_training_progress(text: str) -> bool:
     if c.stage_label or (c.bare_count and "loss" not in v):
         return False
     if "loss" not in v and _saved_notice(text):
-        return False  # `saved=/run/model.pt step=20000`: a checkpoint notice, not a report of the loop
+        return False  # `saved=/run/q.pt it=100`: a checkpoint notice, not a report of the loop
     return (
         ("step" in v and (len(v) > 2 or c.is_bar))
         or "loss" in v
         # a step time alone is progress on a record's continuation line, not on a line of its own
         or ("step_time" in v and (len(v) > 1 or c.n_metrics + c.n_other_keys > 1 or text[:1].isspace()))
-        # `global_step/sec: 2.49`: a loop that reports only its rate of steps
+        # `global_step/sec: 3.1`: a loop that reports only its rate of steps
         or (set(v) == {"step_time"} and _rate_of_steps_alone(text))
         or ("step" in v and c.n_metrics >= 1)
         # a counter with only evaluation metrics (`[12] valid-auc:0.81`): kept as an
@@ -102,7 +102,7 @@ def is_training_progress(text: str) -> bool:
 
 
 def _rate_of_steps_alone(text: str) -> bool:
-    """The line is only a rate of steps named by the lexicon (`global_step/sec: 2.49`)."""
+    """The line is only a rate of steps named by the lexicon (`global_step/sec: 3.1`)."""
     m = _KEY_AND_NUMBER.search(strip_timestamps(text))
     return m is not None and normalise_key(m[1].split()[-1]) in dict(lexicon().tables).get("step_rate", {})
 

@@ -13,7 +13,7 @@ from schedmate.tracker.values import Candidates, seconds
 
 __all__ = ["WORDS", "finish_line"]
 
-# a Keras-style progbar counting samples states each one's time: `6000/6000 [====] - 2s 327us/sample`
+# a Keras-style progbar counting samples states each one's time: `12000/12000 [====] - 11s 910us/sample`
 _PER_SAMPLE = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - \S+ (?P<v>\d+(?:\.\d+)?)(?P<u>us|µs|ms|s)/sample\b")
 WORDS = re.compile(r"[^\W\d_]+")
 _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
@@ -116,6 +116,6 @@ def finish_line(c: Candidates, body: str) -> None:
     words = set(WORDS.findall(low))
     spaced = low.replace("_", " ").replace("-", " ") if "_" in low or "-" in low else low  # `stopping_early`
     c.is_summary_line = any((" " in w and w in spaced) or w in words for w in lex.summary_words) or (
-        # `Train set: Avg loss: 0.23` with no counter: the average of a loop's reports
+        # `Train result: Mean loss: 0.21` with no counter: the average of a loop's reports
         "step" not in v and "epoch" not in v and v.get("loss", (0, 0.0))[0] >= _AVERAGE_RANK
     )

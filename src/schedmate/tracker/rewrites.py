@@ -34,7 +34,7 @@ def rewrite_shapes(body: str, *, value_first: bool = True) -> str:
             paired = ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True))
             body = body[: pair.start()] + paired + body[pair.end() :]
     if "]" in body and (lists := _LISTED_PAIRS.search(body)) is not None:
-        # `[Avg. Loss, Loss]: [6.08, 6.09]`: a list of names, then the list of their values
+        # `[Mean. Loss, Loss]: [0.52, 0.49]`: a list of names, then the list of their values
         keys, values = lists["k"].split(","), lists["v"].split(",")
         if len(keys) == len(values):
             paired = ", ".join(

@@ -402,9 +402,9 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
 
 
 def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bool:
-    """A generic `Time 95.1s` as long as the gap between the timestamps of consecutive reports,
+    """A generic `time 60.8s` as long as the gap between the timestamps of consecutive reports,
     while the counter moves several steps between them, is the time of the reporting interval
-    (`Up. 500 ... Time 95.1s` every 500 updates), not of one step."""
+    (`upd 1000 ... time 60.8s` every 200 updates), not of one step."""
     pts = [
         (s.timestamp, _global_step(s))
         for s, bar in train[-12:]

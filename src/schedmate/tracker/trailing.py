@@ -179,7 +179,7 @@ def drop_evaluate_after_fit(train: list[tuple[ProgressSample, bool]]) -> list[tu
         end -= 1  # an `evaluate()` bar, and a `predict()` bar after it
     first = end  # the first of those bars
     while end > 1 and train[end - 1][0].summary:
-        end -= 1  # `Epoch 8: early stopping` between the last epoch and the evaluation
+        end -= 1  # `Epoch 4: early stopping` between the last epoch and the evaluation
     if first == len(train) or end < 2:
         return train
     done = train[end - 1][0]
