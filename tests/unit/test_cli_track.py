@@ -83,3 +83,20 @@ def test_demo_runs_rules_only(runner: CliRunner) -> None:
     res = runner.invoke(app, ["demo", "--rules-only"])
     assert res.exit_code == 0, res.output
     assert "megatron.log" in res.stdout and "slowdown" in res.stdout
+
+
+def test_names_and_messages_with_markup_characters_are_text(runner: CliRunner, tmp_path: Path) -> None:
+    # a path with `[/...]` once made the error handler itself raise (rich markup) and print a traceback
+    missing = tmp_path / "runs[/x]" / "b.log"
+    res = runner.invoke(app, ["track", str(missing)])
+    assert res.exit_code == 1 and "Traceback" not in res.output and "no such file" in res.output
+    odd = write(tmp_path / "[red]c.log", b"step 3/9 loss 0.5\n")
+    res = runner.invoke(app, ["track", str(odd)])
+    assert res.exit_code == 0 and "[red]c.log" in res.output
+
+
+def test_a_json_line_nested_thousands_deep_is_skipped(runner: CliRunner, tmp_path: Path) -> None:
+    deep = write(tmp_path / "d.log", b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"\nstep 5/10 loss 0.1\n")
+    res = runner.invoke(app, ["track", "--json", str(deep)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["step"] == 5

@@ -230,3 +230,14 @@ def test_a_mapped_zero_step_time_is_no_step_time(tmp_path) -> None:
     p.write_text("<<12>> ~0.75~ [310]\n<<13>> ~0~ [305]\n")
     r = _odd_tracker(llm).track_file(p, now=p.stat().st_mtime + 10_000)  # an old log: the stall check runs
     assert r.step == 13 and r.step_time_s is None
+
+
+def test_a_large_slowdown_reports_the_new_step_time() -> None:
+    det = EventDetector()
+    events = []
+    for i in range(50):
+        events += det.observe(_s(i, 0.5))
+    for i in range(50, 70):
+        events += det.observe(_s(i, 5.0))
+    assert [e.kind for e in events] == ["slowdown"]
+    assert events[0].ratio == pytest.approx(10.0) and "5s is 10.00x" in events[0].message

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.exceptions import TyperException
 
 from schedmate.core.errors import SchedmateError
@@ -66,7 +67,7 @@ def friendly_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except SchedmateError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
@@ -79,7 +80,7 @@ def friendly_errors(fn: F) -> F:
             if os.environ.get("SCHEDMATE_DEBUG"):
                 raise
             err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {_one_line(str(exc))} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(_one_line(str(exc)))} "
                 "(a schedmate bug: please report it; SCHEDMATE_DEBUG=1 shows the traceback)",
                 highlight=False,
                 soft_wrap=True,

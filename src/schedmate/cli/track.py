@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -46,15 +47,15 @@ def render_results(results: list[TrackResult], title: str = "Training progress")
     ):
         table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for r in results:
-        name = Path(r.file).name
+        name = escape(Path(r.file).name)  # a file name is text, not markup (`[red]a.log`)
         if r.error:
-            table.add_row(name, "[red]unreadable[/]", "", "", "", "", "", r.error)
+            table.add_row(name, "[red]unreadable[/]", "", "", "", "", "", escape(r.error))
             continue
         if not r.has_progress:
             table.add_row(name, "[dim]no progress[/]", "", "", "", "", "", "")
             continue
         step = "-" if r.step is None else (f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step))
-        thr = f"{r.throughput.value:.4g} {r.throughput.unit}" if r.throughput else "-"
+        thr = escape(f"{r.throughput.value:.4g} {r.throughput.unit}") if r.throughput else "-"
         loss = "[red]NaN[/]" if r.loss_is_nan else _num(r.loss)
         ev = ", ".join(e.kind for e in r.events) or ""
         table.add_row(
@@ -109,11 +110,15 @@ def track(
                     f"{Path(r.file).name} last progress: {r.last_progress_line[:300]}",
                     highlight=False,
                     markup=False,
+                    emoji=False,
                 )
             if events:
                 for e in r.events:
                     console.print(
-                        f"  {e.kind} at line {e.line_no}: {e.message}", highlight=False, markup=False
+                        f"  {e.kind} at line {e.line_no}: {e.message}",
+                        highlight=False,
+                        markup=False,
+                        emoji=False,
                     )
     if any(r.error for r in results):
         raise typer.Exit(1)
@@ -150,4 +155,6 @@ def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-unty
                 eta=fmt_duration(r.eta_s),
             )
             for e in up.new_events:
-                err_console.print(f"[yellow]{e.kind}[/] line {e.line_no}: {e.message}", highlight=False)
+                err_console.print(
+                    f"[yellow]{e.kind}[/] line {e.line_no}: {escape(e.message)}", highlight=False
+                )

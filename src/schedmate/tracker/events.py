@@ -89,10 +89,12 @@ class EventDetector:
             base = trimmed_mean(self.base)
             cur = trimmed_mean(self.recent)
             ratio = cur / base if base > 0 else 1.0
-            if not self.slow and ratio >= self.factor:
+            now_st = statistics.median_high(self.recent)  # the new step time, as reported
+            shown = now_st / base if base > 0 else ratio
+            # most of the window is slow too (a large jump lifts the mean after one or two
+            # slow steps, while the typical step is still the usual one)
+            if not self.slow and ratio >= self.factor and shown >= self.factor:
                 self.slow = True
-                now_st = statistics.median(self.recent)  # the new step time, as reported
-                shown = now_st / base if base > 0 else ratio
                 events.append(
                     TrackEvent(
                         "slowdown",

@@ -411,6 +411,8 @@ def _parse_mapping(c: Candidates, text: str) -> bool:
             if isinstance(obj, dict)
             else []
         )
+    except RecursionError:
+        return False  # nested thousands deep: not a metrics record
     except ValueError:
         pairs = _QUOTED_KV.findall(t)
     if not pairs:
