@@ -91,7 +91,7 @@ class EventDetector:
             ratio = cur / base if base > 0 else 1.0
             now_st = statistics.median_high(self.recent)  # the new step time, as reported
             shown = now_st / base if base > 0 else ratio
-            # most of the window is slow too (a large jump lifts the mean after one or two
+            # at least half the window is slow too (a large jump lifts the mean after one or two
             # slow steps, while the typical step is still the usual one)
             if not self.slow and ratio >= self.factor and shown >= self.factor:
                 self.slow = True
