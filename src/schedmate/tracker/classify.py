@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from schedmate.core.errors import BackendError, InputError
 from schedmate.core.types import LineKind
-from schedmate.tracker.fields import lexicon, normalise_key
+from schedmate.tracker.fields import field_for_key, lexicon, normalise_key
+from schedmate.tracker.lineroles import WORDS
 from schedmate.tracker.parse import parse_line, strip_timestamps
 from schedmate.tracker.templates import _MASK, MAX_TEMPLATE_CHARS, mask_batch
 
@@ -45,7 +46,6 @@ _WARNING = re.compile(
 )
 _LETTERS = re.compile(r"[A-Za-z]{3,}")
 _KEY_AND_NUMBER = re.compile(r"([^\W\d][\w/ ]{0,40}?)\s*[:=]\s*[\d.]+\s*$")
-_NOTICE_WORDS = re.compile(r"[^\W\d_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +104,16 @@ def is_training_progress(text: str) -> bool:
 def _rate_of_steps_alone(text: str) -> bool:
     """The line is only a rate of steps named by the lexicon (`global_step/sec: 3.1`)."""
     m = _KEY_AND_NUMBER.search(strip_timestamps(text))
-    return m is not None and normalise_key(m[1].split()[-1]) in dict(lexicon().tables).get("step_rate", {})
+    return (
+        m is not None
+        and (hit := field_for_key(normalise_key(m[1].split()[-1]))) is not None
+        and hit[0] == "step_rate"
+    )
 
 
 def _saved_notice(text: str) -> bool:
     """The line opens by saying a checkpoint or model is being saved (in its first three words)."""
-    words = _NOTICE_WORDS.findall(strip_timestamps(text[:120]).lower())[:3]
+    words = WORDS.findall(strip_timestamps(text[:120]).lower())[:3]
     return any(w in lexicon().save_words for w in words)
 
 

@@ -466,8 +466,7 @@ def _after_run_end(samples: Sequence[tuple[ProgressSample, bool]]) -> list[tuple
     if end is None:
         return out
     last = next((s for s, _ in reversed(out[:end]) if not s.is_eval and s.step is not None), None)
-    later = sum(1 for s, _ in out[end + 1 :] if not s.is_eval and s.step is not None)
-    if last is None and later <= 2:
+    if last is None and sum(1 for s, _ in out[end + 1 :] if not s.is_eval and s.step is not None) <= 2:
         return out  # no loop reported before: one or two states after it are the bar's final refresh
     before = {(_stream(last), last.total_steps)} if last is not None else set()
     for i in range(end + 1, len(out)):
