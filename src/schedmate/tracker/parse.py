@@ -76,7 +76,7 @@ _GLUE = re.compile(
 _BAR = re.compile(
     r"(?P<pct>\d{1,3})%\s*(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
-    r"(?:,\s*(?P<postfix>[^\]]*))?\]"
+    r"(?:,\s*(?P<postfix>[^\]]*))?(?:\]|$)"  # (a line cut at the terminal's width ends inside it)
 )
 _BAR_UNIT_RATE = re.compile(r"s/(?P<a>[A-Za-z]{1,12})|(?P<b>[A-Za-z]{1,12})/s")
 _BAR_NOTOTAL_HINT = re.compile(r"\d[a-z]+ \[[\d:]+,")  # `11it [00:06, 1.6it/s]`: a bar with no total
@@ -240,6 +240,11 @@ _SOURCE_FILE_HINT = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|java|scala|rs|go|
 
 
 # Python logging's default format, `LEVEL:logger:message` (`INFO:trainer:[3,  40] loss: 1.2`)
+_SLASHED_PAIRS = re.compile(r"(?<=\d)/(?=[^\W\d]\w{0,40}=\s*\d)")
+# a logger's name and level before the message (`run1<TAB>INFO<TAB>`, `INFO - `, `trainer | WARN |`)
+_LEVEL_PREFIX = re.compile(
+    r"^\s*(?:[\w.\-]{1,40}[\s|:\-]+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b[\s|:\-]*"
+)
 _LOGGING_DEFAULT = re.compile(r"^\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL):[\w.\-]*:")
 
 
@@ -531,10 +536,12 @@ def parse_line(text: str) -> Candidates:
     body = strip_timestamps(text)
     if "," in body and "/" in body and _GROUPED_FRACTION.search(body):
         body = _GROUPED_FRACTION.sub(lambda m: m[0].replace(",", ""), body)  # `12,500/100,000`
+    if "=" in body and "/" in body:
+        body = _SLASHED_PAIRS.sub(", ", body)  # `epoch=0/micro_step=40/global_step=40`: three pairs
     body = rewrite_shapes(body, value_first=not _COUNTER_CURRENT_AVG.match(body))
     if ("%" in body and "/" in body) or _BAR_NOTOTAL_HINT.search(body):
         body = _parse_bar(c, body)
-    if body.lstrip().startswith("[") and (vec := _NUMBER_LIST.fullmatch(body)) is not None:
+    if "[" in body and (vec := _NUMBER_LIST.fullmatch(_LEVEL_PREFIX.sub("", body, count=1))) is not None:
         # `[0.41, 2.7, nan, 5200, 2e-4]`: a positional list of values; its only whole number,
         # among decimals, is the run's counter (the values around it are unnamed: no loss)
         whole = [v for v in vec["items"].split(",") if v.strip().isdigit()]
@@ -599,10 +606,11 @@ def parse_line(text: str) -> Candidates:
         if step is None:
             f = fracs[-1]
             n, d = float(f["n"]), float(f["d"])
-            # `0/2000` with no loss: nothing done yet (like a bar at 0); `[0/60000]  Loss: 2.3` is step 0
+            # `0/2000` with no loss: nothing done yet (like a bar at 0); `[0/60000]  Loss: 2.3` (or
+            # only loss components, `[0/60] D: 0.7 G: 2.1`) is step 0
             # a finished bar may overshoot its total by the last chunk (`100% ... 50,176/50,000`)
             over = n > d and n <= 1.1 * d and _FULL_PERCENT.search(body) is not None
-            if d > 0 and (n <= d or over) and (n > 0 or "loss" in c.values):
+            if d > 0 and (n <= d or over) and (n > 0 or "loss" in c.values or c.components):
                 c.put("step", 4, n)
                 c.put("total_steps", 4, d)
         elif (

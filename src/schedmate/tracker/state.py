@@ -68,6 +68,7 @@ def _indented(text: str) -> bool:
 # without nested optional spaces: a long run of spaces is read once)
 _RECORD_PREFIX = re.compile(r"^(?:(?:\[[^\]]*\] ?)+|[A-Z]+ )")
 _ENDS_IN_DECIMAL = re.compile(r"\d\.\d+\s*$")
+_ASIDE = re.compile(r"(?<=\w)\s*\([^()]{0,80}\)")  # (not a value: `TEST: ("val",)`)
 
 
 class Sections:
@@ -91,6 +92,7 @@ class Sections:
         if len(text) > 160:
             return None
         text = _LOG_PREFIX.sub("", strip_timestamps(text))
+        text = _ASIDE.sub("", text)  # `Evaluating (samples: 200, batches: 25)...`: the heading's details
         if _NOT_HEADING.search(text) or _ENDS_IN_DECIMAL.search(text):
             return None  # settings, paths, `key: value` and `Eval time 41.2` lines are not headings
         low = text.lower()
@@ -140,7 +142,7 @@ class Sections:
             # a new format is training with a step time, or a loss printed again and again
             # (an evaluation report prints its loss once per block)
             repeated = self.fresh_seen.get(key, 0) >= 2 and s.loss is not None
-            if not (moved or (fresh and (s.step_time_s is not None or repeated))):
+            if not (moved or (fresh and ((s.step_time_s is not None and s.loss is not None) or repeated))):
                 return replace(s, is_eval=True)
             self.in_eval = False
         if pos is not None or key not in self.last_pos:
@@ -404,17 +406,21 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
 def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bool:
     """A generic `time 60.8s` as long as the gap between the timestamps of consecutive reports,
     while the counter moves several steps between them, is the time of the reporting interval
-    (`upd 1000 ... time 60.8s` every 200 updates), not of one step."""
+    (`upd 1000 ... time 60.8s` every 200 updates), not of one step. Each report's own time is
+    compared with the gap before it (intervals may differ: 1,153 s, then 636 s)."""
     pts = [
-        (s.timestamp, _global_step(s))
+        (s.timestamp, _global_step(s), s.step_time_s if s.step_time_generic else None)
         for s, bar in train[-12:]
         if not bar and s.timestamp and s.step is not None
     ]
-    gaps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False) if b[1] > a[1]]
-    if len(gaps) < 2:
+    gaps = [(b[0] - a[0], b[1] - a[1], b[2]) for a, b in zip(pts, pts[1:], strict=False) if b[1] > a[1]]
+    if len(gaps) < 2 or statistics.median(k for _, k, _ in gaps) < 2:
         return False
-    dt = statistics.median(g for g, _ in gaps)
-    return statistics.median(k for _, k in gaps) >= 2 and dt > 0 and abs(t - dt) <= 0.25 * dt
+    own = [abs(u - g) / g for g, _, u in gaps if u is not None and g > 0]
+    if len(own) >= 2:
+        return statistics.median(own) <= 0.25
+    dt = statistics.median(g for g, _, _ in gaps)
+    return dt > 0 and abs(t - dt) <= 0.25 * dt
 
 
 def _global_step(s: ProgressSample) -> float:

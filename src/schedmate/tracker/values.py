@@ -298,6 +298,9 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if n is None or d is None:
             return False
         if name in ("step", "total_steps"):  # (`total timesteps 1200/5000`: done of the total)
+            cur = c.values.get("step")
+            if cur is not None and cur[0] == rank and cur[1] < n and "total_steps" not in c.values:
+                del c.values["step"]  # `iteration:1 step:3900/23196`: the counter printed with its total
             c.put("step", rank, n)
             c.put("total_steps", rank, d)
         elif name in ("epoch", "total_epochs"):

@@ -1,0 +1,99 @@
+"""Line and record shapes met on unseen logs (issue 10, eighth pass). Every case is a variant
+written here (keys, separators, orders, languages and values of our own), none is a line of a
+data set."""
+
+from __future__ import annotations
+
+from schedmate.tracker import MetricTracker
+
+
+def run(lines: list[str]):  # type: ignore[no-untyped-def]
+    return MetricTracker().track_lines(lines)
+
+
+def test_a_zero_counter_beside_loss_components_is_step_zero() -> None:
+    # a GAN loop reporting the first batch of every epoch: only the parts of its loss
+    lines = [f"({e}/40)({0}/250)  disc_loss: 0.{e}1  gen_loss: 3.{e}" for e in range(1, 4)]
+    r = run(lines)
+    assert (r.has_progress, r.step, r.total_steps, r.loss) == (True, 0, 250, None)
+    lines = [f"[{e}/40][0/250]\tD_loss: 0.{e}1\tG_loss: 3.{e}" for e in range(1, 4)]
+    assert run(lines).step == 0
+    assert run(["[0/250] warming up", "[0/250] warming up"]).step is None  # no value: nothing done
+
+
+def test_a_bar_cut_at_the_terminal_width_keeps_its_counter() -> None:
+    line = "steps:  41%|####1     | 410/1000 [02:03<02:57,  3.33it/s, grad_norm=tensor(0.51, dev"
+    r = run([line])
+    assert (r.step, r.total_steps) == (410, 1000)
+    assert abs(r.step_time_s - 1 / 3.33) < 1e-9
+
+
+def test_a_heading_with_details_in_parentheses_opens_an_evaluation_section() -> None:
+    lines = [
+        "2030-01-02 03:04:05 [INFO]\t[TRAIN] epoch: 3, iter: 700/5000, loss: 0.41, batch_time: 0.52",
+        "2030-01-02 03:04:55 [INFO]\t[TRAIN] epoch: 3, iter: 800/5000, loss: 0.40, batch_time: 0.51",
+        "2030-01-02 03:04:55 [INFO]\tNow evaluating (samples: 64, batches: 8) ...",
+        "8/8 [==============================] - 2s 150ms/step - batch_time: 0.15",
+    ]
+    r = run(lines)
+    assert r.last_progress_line == lines[1]
+    assert (r.step, r.loss, r.step_time_s) == (800, 0.40, 0.51)
+    # a value in parentheses after a key is a value, not a heading's details
+    cfg = ["DATASETS:", '  VAL: ("set_a",)', *lines[:2]]
+    assert run(cfg).step == 800
+
+
+def test_a_new_bar_format_after_an_evaluation_heading_without_a_loss_stays_evaluation() -> None:
+    lines = [
+        "{'loss': 0.93, 'learning_rate': 4e-05, 'epoch': 0.5}",
+        "{'loss': 0.88, 'learning_rate': 3e-05, 'epoch': 1.0}",
+        "=== Running Evaluation ===",
+        "  Examples = 300",
+        "100%|##########| 38/38 [00:04<00:00,  9.1it/s]",
+    ]
+    r = run(lines)
+    assert r.last_progress_line == lines[1]
+    assert r.loss == 0.88
+    # a new format that states a training loss is training again
+    back = [*lines, "  3%|3         | 30/1000 [00:10<05:30,  2.9it/s, loss=0.85]"]
+    assert run(back).step == 30
+
+
+def test_each_reports_own_time_equal_to_its_own_interval_is_the_intervals_time() -> None:
+    # a report every 500 updates whose `time` is the seconds since the previous report, the
+    # intervals uneven (2,000 s, then 1,210 s, then 905 s)
+    stamps = ["10:00:00", "10:33:20", "10:53:30", "11:08:35"]
+    secs = [1500.2, 2000.1, 1210.3, 905.2]
+    lines = [
+        f"[2030-02-01 {t}] epoch 2 | upd {1000 + 500 * i} | cost 4.{i} | time {s}s"
+        for i, (t, s) in enumerate(zip(stamps, secs, strict=True))
+    ]
+    r = run(lines)
+    assert (r.step, r.loss, r.step_time_s) == (2500, 4.3, None)
+    # a per-step time beside the same timestamps stays the step time
+    per_step = [ln.replace(f"time {s}s", "time 1.8s") for ln, s in zip(lines, secs, strict=True)]
+    assert run(per_step).step_time_s == 1.8
+
+
+def test_a_counter_with_its_total_outranks_an_equal_one_without() -> None:
+    r = run(["round:2 | it:1200/9000 | loss:0.73", "round:2 | it:1300/9000 | loss:0.71"])
+    assert (r.step, r.total_steps) == (1300, 9000)
+    r = run(["step:2, iteration:1200/9000, ce:0.73", "step:2, iteration:1300/9000, ce:0.71"])
+    assert (r.step, r.total_steps, r.loss) == (1300, 9000, 0.71)
+    # a larger counter without a total is not displaced by a smaller one with it
+    assert run(["step:5000 iter:30/100 loss:1.0"]).step == 5000
+
+
+def test_pairs_joined_by_slashes_are_separate_pairs() -> None:
+    lines = [f"[engine] ep=1/local_step={k}/global_step={k * 4}, samples/sec=2.5" for k in (10, 20)]
+    r = run(lines)
+    assert r.step == 80
+    assert run(["lr=3e-4/2 loss=1.5 step=7"]).step == 7  # (a value with a slash is left alone)
+
+
+def test_a_loggers_name_and_level_before_a_positional_value_list() -> None:
+    lines = [f"2031-05-06 07:08:0{k},111\tvoc_run\tINFO\t[1.2{k}, 0.7, 44.1, {k}00, 2e-4]" for k in (1, 2, 3)]
+    r = run(lines)
+    assert (r.step, r.loss) == (300, None)
+    r = run([f"INFO - [0.{k}5, 2.25, {k}200]" for k in (1, 2)])
+    assert r.step == 2200
