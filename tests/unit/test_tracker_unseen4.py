@@ -97,3 +97,31 @@ def test_a_loggers_name_and_level_before_a_positional_value_list() -> None:
     assert (r.step, r.loss) == (300, None)
     r = run([f"INFO - [0.{k}5, 2.25, {k}200]" for k in (1, 2)])
     assert r.step == 2200
+
+
+def test_a_line_naming_training_in_its_first_words_ends_an_evaluation_section() -> None:
+    lines = [
+        "Prepared test split...",  # (read as a heading of evaluation)
+        "Done training batch 200/7000 of pass 1, -1 ms/batch, loss 0.58",
+    ]
+    r = run(lines)
+    assert (r.step, r.total_steps, r.loss) == (200, 7000, 0.58)
+    # a line naming both is the evaluation of the training split
+    r = run([*lines, "Testing training accuracy 300/300, acc 0.91"])
+    assert r.step == 200
+
+
+def test_a_line_that_is_only_a_splits_name_opens_its_section() -> None:
+    head = "#  ep  batch   loss    mae"
+    lines = [
+        "train",
+        head,
+        "   7     40   0.52   0.11",
+        "   7     41   0.50   0.10",
+        "dev",
+        head,
+        "   7      3   0.71   0.19",
+    ]
+    r = run(lines)
+    assert (r.step, r.loss) == (41, 0.50)
+    assert run([*lines, "train", head, "   8      1   0.49   0.10"]).step == 1

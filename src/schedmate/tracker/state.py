@@ -105,8 +105,10 @@ class Sections:
             self.summary_block = "epoch" in words or any(w in lex.summary_words for w in words)
         elif not any(c.isdigit() for c in text) and ("metrics" in words or "results" in words):
             self.summary_block = True  # `***** train metrics *****`: a report follows
-        if any(w in lex.eval_headings for w in words[:3]) or any(
-            w in low for w in lex.eval_headings if not w.isascii()
+        if (
+            any(w in lex.eval_headings for w in words[:3])
+            or any(w in low for w in lex.eval_headings if not w.isascii())
+            or (len(words) == 1 and words[0] in lex.eval_words)  # a split's name alone: `valid`, `== Dev ==`
         ):
             self.in_eval = True
             self.fresh_seen.clear()
@@ -151,9 +153,11 @@ class Sections:
 
 
 def _says_training(text: str) -> bool:
-    """The line opens with a word of training (`Training: 45%|...`, `训练 epoch 3`)."""
-    words = _WORD.findall(_LOG_PREFIX.sub("", strip_timestamps(text[:80])).lower())
-    return bool(words) and words[0] in lexicon().train_words
+    """The line opens with a word of training (`Training: 45%|...`, `训练 epoch 3`, `Done
+    training it 40/900`) and no word of evaluation."""
+    words = _WORD.findall(_LOG_PREFIX.sub("", strip_timestamps(text[:80])).lower())[:3]
+    lex = lexicon()
+    return any(w in lex.train_words for w in words) and not any(w in lex.eval_words for w in words)
 
 
 def _position(s: ProgressSample) -> tuple[float, float] | None:
