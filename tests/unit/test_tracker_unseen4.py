@@ -125,3 +125,16 @@ def test_a_line_that_is_only_a_splits_name_opens_its_section() -> None:
     r = run(lines)
     assert (r.step, r.loss) == (41, 0.50)
     assert run([*lines, "train", head, "   8      1   0.49   0.10"]).step == 1
+
+
+def test_a_table_whose_columns_are_named_in_words_and_whose_cells_carry_units() -> None:
+    head = "Iteration (% of run)    Loss (train)    Batch Time (ms)    Remaining (time)      run.py:88"
+    rows = [
+        "900 (9.00%)             0.8123          212.5 ms           35 m, 10 s            run.py:91",
+        "1000 (10.00%)           0.8011          209.1 ms           34 m, 50 s            run.py:91",
+    ]
+    r = run([head, rows[0], head, rows[1]])
+    assert (r.step, r.loss) == (1000, 0.8011)
+    assert abs(r.step_time_s - 0.2091) < 1e-9
+    # words with two spaces between them and no row under them are not a table
+    assert run(["Loss   curve saved", "Step   one   done"]).has_progress is False

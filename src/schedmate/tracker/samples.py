@@ -9,7 +9,14 @@ from datetime import datetime
 
 from schedmate.core.types import ProgressSample, Throughput
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key, split_camel
-from schedmate.tracker.parse import Candidates, parse_duration, parse_kv_row, parse_line, split_glued
+from schedmate.tracker.parse import (
+    Candidates,
+    parse_duration,
+    parse_kv_row,
+    parse_line,
+    split_glued,
+    strip_timestamps,
+)
 
 __all__ = [
     "sample_from_line",
@@ -149,6 +156,26 @@ class KeyValueTable:
         return sample_of(line_no, text, merged)
 
 
+_GAPS = "gaps"  # a whitespace-aligned table read by its column gaps
+_LEADING_NUMBER = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)(\s?(?:ms|us|µs|s|sec|min|h)\b)?")
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
+
+def _gap_cells(text: str) -> list[str]:
+    """A line's cells split at runs of two or more spaces, without a logger's timestamp or its
+    trailing source location (`train.py:566`)."""
+    return [c for c in _COLUMN_GAP.split(strip_timestamps(text).strip()) if c]
+
+
+def _gap_key(name: str) -> str:
+    """A column's key: its name, or its name without the parenthesised quantity when only that
+    has a role (`Step (% Done)` is the step; `Iter (time)` keeps its time)."""
+    key = normalise_key(split_camel(name))
+    if field_for_key(key) is None and (bare := _ASIDE.sub("", name)) != name:
+        key = normalise_key(split_camel(bare))
+    return key
+
+
 _BORDER = re.compile(r"[|│┃]")
 _CELL_NAME = re.compile(r"^[^\W\d][\w/().%\- ]{0,40}$")
 
@@ -201,13 +228,35 @@ class TableReader:
                 self.columns = cols if len(cols) != len(keys) else None
                 self.delim = None
                 return True
+        names = _gap_cells(text) if "  " in text.strip() else []
+        if 2 <= len(names) <= 20 and all(_CELL_NAME.match(n) for n in names):
+            # columns named in words, with a quantity or unit in parentheses (`Step (% Done)`,
+            # `Iter Time (ms)`), their rows' cells numbers with units (`41.3 ms`): the gaps align them
+            keys = [_gap_key(n) for n in names]
+            if any(field_for_key(k) is not None for k in keys):
+                self.header, self.columns, self.delim = keys, None, _GAPS
+                return True
         return False
 
     def row(self, line_no: int, text: str) -> ProgressSample | None:
         if self.header is None:
             return None
         n = len(self.header)
-        if self.delim is not None:
+        toks: list[str]
+        if self.delim == _GAPS:
+            gaps = _gap_cells(text)
+            if len(gaps) != n:
+                return None
+            toks, header = [], self.header
+            for key, cell in zip(header, gaps, strict=True):
+                lead = _LEADING_NUMBER.match(cell)
+                if field_for_key(key) is not None and lead is None:
+                    return None
+                toks.append("" if lead is None else lead[1] + (lead[2] or "").strip())
+            if not any(toks):
+                return None
+            c = Candidates()
+        elif self.delim is not None:
             cells = _cells(text)
             if cells is None or cells[0] != self.delim or len(cells[1]) != n:
                 return None
