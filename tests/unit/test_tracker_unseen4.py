@@ -138,3 +138,11 @@ def test_a_table_whose_columns_are_named_in_words_and_whose_cells_carry_units() 
     assert abs(r.step_time_s - 0.2091) < 1e-9
     # words with two spaces between them and no row under them are not a table
     assert run(["Loss   curve saved", "Step   one   done"]).has_progress is False
+
+
+def test_a_bar_with_si_prefixed_counts() -> None:
+    bar = "fit {p}%|##        | {n}/25.0k [02:{s}<09:00, 31.5it/s, loss={l}]"
+    r = run([bar.format(p=18, n="4.50k", s=10, l=1.2), bar.format(p=20, n="5.00k", s=26, l=1.1)])
+    assert (r.step, r.total_steps, r.loss) == (5000, 25000, 1.1)
+    r = run(["tokens: 50%|#####     | 2M/4M [00:30<00:30, 66.7kit/s]"])
+    assert (r.step, r.total_steps) == (2_000_000, 4_000_000)

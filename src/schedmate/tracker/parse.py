@@ -74,10 +74,19 @@ _GLUE = re.compile(
 )
 
 _BAR = re.compile(
-    r"(?P<pct>\d{1,3})%\s*(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"(?P<pct>\d{1,3})%\s*(?:\|[^|]*\||\s)\s*(?P<n>\d+(?:\.\d+[kMG]|[kMG])?)/(?P<total>\d+(?:\.\d+[kMG]|[kMG])?)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
     r"(?:,\s*(?P<postfix>[^\]]*))?(?:\]|$)"  # (a line cut at the terminal's width ends inside it)
 )
+_SI_SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _scaled_count(text: str) -> float:
+    """`1230` -> 1230.0; `1.23k` -> 1230.0 (a bar's count with an SI prefix)."""
+    scale = _SI_SCALE.get(text[-1:], 1.0)
+    return round(float(text[:-1] if scale != 1.0 else text) * scale)
+
+
 _BAR_UNIT_RATE = re.compile(r"s/(?P<a>[A-Za-z]{1,12})|(?P<b>[A-Za-z]{1,12})/s")
 _BAR_NOTOTAL_HINT = re.compile(r"\d[a-z]+ \[[\d:]+,")  # `11it [00:06, 1.6it/s]`: a bar with no total
 _BAR_NOTOTAL = re.compile(
@@ -306,10 +315,11 @@ def _parse_bar(c: Candidates, text: str) -> str:
         c.is_eval = c.eval_context = True
     if m["n"] == "0" and m["rate"] == "?":  # a bar that has not moved: nothing ran yet
         return desc + " " * (m.end() - m.start()) + text[m.end() :]
-    c.put("step", 3, float(m["n"]))
-    c.put("total_steps", 3, float(m["total"]))
+    n, total = _scaled_count(m["n"]), _scaled_count(m["total"])  # (`1.23k/10.0k`: tqdm's unit_scale)
+    c.put("step", 3, n)
+    c.put("total_steps", 3, total)
     if re.search(r"\d\s*/\s*" + m["total"] + r"\b", desc):  # the description counts the bar's items too
-        c.bar_count = (float(m["n"]), float(m["total"]))
+        c.bar_count = (n, total)
     rate = m["rate"]
     if rate != "?":
         val = to_float(rate)
