@@ -146,3 +146,21 @@ def test_a_bar_with_si_prefixed_counts() -> None:
     assert (r.step, r.total_steps, r.loss) == (5000, 25000, 1.1)
     r = run(["tokens: 50%|#####     | 2M/4M [00:30<00:30, 66.7kit/s]"])
     assert (r.step, r.total_steps) == (2_000_000, 4_000_000)
+
+
+def test_a_rate_of_steps_printed_just_after_the_counter_line_is_that_steps_rate() -> None:
+    lines = []
+    for k in (1, 2):
+        lines += [
+            f"I0101 12:00:0{k}.250000 77 loop.py:12] xent = 3.{k}, update = {k}00 (250.0 sec)",
+            f"I0101 12:00:0{k}.251000 77 hooks.py:7] {4 - k}.0 updates/sec",
+        ]
+    r = run(lines)
+    assert (r.step, r.loss) == (200, 3.2)
+    assert abs(r.step_time_s - 0.5) < 1e-9
+    # printed twice by two loggers
+    r = run([*lines, "WARN rate: noisy", lines[-1]])
+    assert abs(r.step_time_s - 0.5) < 1e-9
+    # a rate printed before the counter line belongs to the interval before it (not taken)
+    r = run([lines[1], lines[2]])
+    assert r.step_time_s is None

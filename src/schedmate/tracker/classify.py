@@ -93,7 +93,7 @@ def is_training_progress(text: str) -> bool:
         # a step time alone is progress on a record's continuation line, not on a line of its own
         or ("step_time" in v and (len(v) > 1 or c.n_metrics + c.n_other_keys > 1 or text[:1].isspace()))
         # `global_step/sec: 3.1`: a loop that reports only its rate of steps
-        or (set(v) == {"step_time"} and _rate_of_steps_alone(text))
+        or (set(v) == {"step_time"} and rate_of_steps_alone(text))
         or ("step" in v and c.n_metrics >= 1)
         # a counter with only evaluation metrics (`[12] valid-auc:0.81`): kept as an
         # evaluation sample; it is the progress of a loop that reports nothing else
@@ -101,14 +101,20 @@ def is_training_progress(text: str) -> bool:
     )
 
 
-def _rate_of_steps_alone(text: str) -> bool:
-    """The line is only a rate of steps named by the lexicon (`global_step/sec: 3.1`)."""
-    m = _KEY_AND_NUMBER.search(strip_timestamps(text))
-    return (
-        m is not None
-        and (hit := field_for_key(normalise_key(m[1].split()[-1]))) is not None
-        and hit[0] == "step_rate"
-    )
+def rate_of_steps_alone(text: str) -> bool:
+    """The line is only a rate of steps named by the lexicon (`global_step/sec: 3.1`,
+    `403.5 steps/sec`)."""
+    body = strip_timestamps(text)
+    if (m := _KEY_AND_NUMBER.search(body)) is not None:
+        key = m[1].split()[-1]
+    elif (m := _NUMBER_AND_RATE.match(body)) is not None:
+        key = m[1]
+    else:
+        return False
+    return (hit := field_for_key(normalise_key(key))) is not None and hit[0] == "step_rate"
+
+
+_NUMBER_AND_RATE = re.compile(r"^\s*[\d.]+\s*([^\W\d]\w{0,20}/(?:s|sec|second))\s*$")
 
 
 def _saved_notice(text: str) -> bool:

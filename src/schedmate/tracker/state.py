@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from schedmate.core.types import ProgressSample, Throughput, TrackEvent, TrackResult
+from schedmate.tracker.classify import rate_of_steps_alone
 from schedmate.tracker.events import EventDetector
 from schedmate.tracker.fields import lexicon
 from schedmate.tracker.parse import EVAL_WORDS, strip_timestamps
@@ -195,7 +196,13 @@ def summarize(
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
     train = _epoch_step_pairs(train)
     train = drop_trailing_summaries(train)
-    train = drop_trailing_timings(train)
+    timed = drop_trailing_timings(train)
+    late = train[len(timed) :]
+    # a rate of steps printed just after the counter line (`step = 3000, loss = 2.2`, then
+    # `403.5 steps/sec`) is that step's rate; other timing reports keep their own
+    # (each line may be printed twice, by two loggers)
+    late_rate = late[0][0].step_time_s if late and all(rate_of_steps_alone(s.text) for s, _ in late) else None
+    train = timed
     train = drop_closing_record(train)
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
@@ -245,6 +252,8 @@ def summarize(
         total = next((s.total_steps for s, _ in reversed(train) if s.total_steps), None)
 
     step_time = values.get("step_time_s")
+    if step_time is None and late_rate is not None and anchor is not None and anchor is train[-1][0]:
+        step_time = late_rate
     if anchor is not None and _cumulative(train):
         step_time = None
     by = sources.get("step_time_s")
