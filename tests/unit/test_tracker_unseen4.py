@@ -164,3 +164,18 @@ def test_a_rate_of_steps_printed_just_after_the_counter_line_is_that_steps_rate(
     # a rate printed before the counter line belongs to the interval before it (not taken)
     r = run([lines[1], lines[2]])
     assert r.step_time_s is None
+
+
+def test_a_training_word_before_a_bracketed_fraction_is_the_loops_counter() -> None:
+    line = "Training  [ {k}/40000]  eta: 2 days, 3:04:05  lr: 0.001 (0.001)  loss: 2.{k} (2.9)  time: 0.84 (0.86)"
+    r = run([line.format(k=k) for k in (510, 520)])
+    assert (r.step, r.total_steps, r.loss, r.step_time_s) == (520, 40000, 2.52, 0.84)
+    assert r.log_eta_s == 2 * 86400 + 3 * 3600 + 4 * 60 + 5  # a timedelta's days
+    assert run(["Train: 12/64 | cost 0.5"]).step == 12
+    assert run(["GPU 3/8 ready", "GPU 4/8 ready"]).has_progress is False  # (not a training word)
+
+
+def test_a_time_difference_key_is_the_steps_time() -> None:
+    rec = '{{"_type": "train_iter", "epoch": "2", "iter": "{i}", "loss": 0.5{i}, "time_diff": 1.25}}'
+    r = run([rec.format(i=i) for i in (10, 20)])
+    assert (r.step, r.step_time_s) == (20, 1.25)

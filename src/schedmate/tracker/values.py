@@ -67,12 +67,18 @@ class Candidates:
         return None if cur is None else cur[1]
 
 
+_TIMEDELTA_DAYS = re.compile(r"(\d+) days?, (?=\d+:)")
+
+
 def parse_duration(text: str) -> float | None:
     """`3:56:00` / `1:52:09` / `7h 2m 14s` / `0s` / `250ms` -> seconds."""
     t = text.strip()
     if t[-2:].lower() == "ms":
         ms = to_float(t[:-2])
         return ms / 1000.0 if ms is not None else None
+    days = 0.0
+    if (d := _TIMEDELTA_DAYS.match(t)) is not None:  # `40 days, 13:28:36`: Python's timedelta
+        days, t = float(d[1]) * 86400.0, t[d.end() :]
     if ":" in t:
         parts = t.split(":")
         try:
@@ -82,7 +88,7 @@ def parse_duration(text: str) -> float | None:
         total = 0.0
         for n in nums:
             total = total * 60 + n
-        return total
+        return days + total
     m = re.fullmatch(
         r"(?:(\d+(?:\.\d+)?)d\s*)?(?:(\d+(?:\.\d+)?)h\s*)?(?:(\d+(?:\.\d+)?)m\s*)?(?:(\d+(?:\.\d+)?)s)?", t
     )
@@ -252,6 +258,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         last = raw_key.lower().split()[-1]
         if last in lexicon().step_nouns and not is_eval_key(normalise_key(raw_key)):
             key, hit = last, ("step", 4)
+    if hit is None and "/" in raw_val and normalise_key(raw_key) in lexicon().train_words:
+        key, hit = "step", ("step", 4)  # `Training [1270/25000]`: the training loop's count of its total
     if key in _SUMMARY_KEYS:
         c.summary_keys += 1
     if hit is None:
