@@ -77,8 +77,8 @@ def parse_duration(text: str) -> float | None:
         ms = to_float(t[:-2])
         return ms / 1000.0 if ms is not None else None
     days = 0.0
-XX
-        days, t = float(d[1]) * 86400.0, t[d.end() :]
+    if (td := _TIMEDELTA_DAYS.match(t)) is not None:  # `40 days, 13:28:36`: Python's timedelta
+        days, t = float(td[1]) * 86400.0, t[td.end() :]
     if ":" in t:
         parts = t.split(":")
         try:
