@@ -179,3 +179,11 @@ def test_a_time_difference_key_is_the_steps_time() -> None:
     rec = '{{"_type": "train_iter", "epoch": "2", "iter": "{i}", "loss": 0.5{i}, "time_diff": 1.25}}'
     r = run([rec.format(i=i) for i in (10, 20)])
     assert (r.step, r.step_time_s) == (20, 1.25)
+
+
+def test_the_rest_of_a_record_split_after_a_key_continues_it() -> None:
+    first = "(worker pid=77) iter:{k} - reward/mean:0.25 - actor/grad_norm:0.5 - seqlen/max"
+    rest = ":812.000 - timing_s/gen:40.1 - timing_s/step:{t} - perf/tokens:91.0"
+    lines = [first.format(k=1), rest.format(t="60.5"), first.format(k=2), rest.format(t="61.5")]
+    r = run(lines)
+    assert (r.step, r.step_time_s) == (2, 61.5)

@@ -228,4 +228,6 @@ def _is_record(s: ProgressSample) -> bool:
     return s.text.lstrip()[:1] == "{" and s.step is not None
 
 
-CONTINUATION = re.compile(r"^(?:\s|\|)")
+CONTINUATION = re.compile(
+    r"^(?:\s|\||[:;,]\S)"
+)  # indented, a table row, or the rest of a line split after a key
