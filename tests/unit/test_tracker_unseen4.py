@@ -187,3 +187,42 @@ def test_the_rest_of_a_record_split_after_a_key_continues_it() -> None:
     lines = [first.format(k=1), rest.format(t="60.5"), first.format(k=2), rest.format(t="61.5")]
     r = run(lines)
     assert (r.step, r.step_time_s) == (2, 61.5)
+
+
+def test_an_mpi_launchers_rank_tag_is_not_part_of_the_line() -> None:
+    lines = []
+    for e in (7, 8):
+        lines += [f"[1,0]<stdout>:Epoch {e}/90", f"[1,0]<stdout>:250/250 - 31s - loss: 0.{e}12 - acc: 0.8"]
+    lines += ["[1,0]<stdout>:Epoch 9/90", "[1,3]<stderr>:+ hostname"]
+    r = run(lines)
+    assert r.last_progress_line == lines[3]
+    assert (r.step, r.total_steps, r.loss) == (250, 250, 0.812)
+    r = run(["[2]<stderr>: 40%|####      | 40/100 [00:10<00:15,  4.00it/s]"])
+    assert (r.step, r.total_steps) == (40, 100)
+
+
+def test_a_number_sign_before_a_count() -> None:
+    r = run(["Update #120   Loss: 0.51", "Update #130   Loss: 0.49"])
+    assert (r.step, r.loss) == (130, 0.49)
+    # a native stack trace's frames are not counters
+    assert (
+        run(["frame #3: worker + 0x1f (0x7f00 in /lib/libx.so)", "frame #4: start + 0x2"]).has_progress
+        is False
+    )
+
+
+def test_a_batch_time_abbreviation_with_its_unit_in_parentheses() -> None:
+    r = run(
+        [
+            "[ep: 1] iter: 40; loss: 2.5; btime(ms): 212; eta: 0:03:00;",
+            "[ep: 1] iter: 50; loss: 2.4; btime(ms): 208;",
+        ]
+    )
+    assert (r.step, r.loss, r.step_time_s) == (50, 2.4, 0.208)
+
+
+def test_a_counter_in_scientific_notation_yields_to_an_exact_one() -> None:
+    bar = "Epoch 1:  40%|####      | {n}/50125 [1:00:00<1:30:00, 2.78it/s, loss=1.9, global_step={g}]"
+    r = run([bar.format(n=20040, g="2e+4"), bar.format(n=20050, g="2.01e+4")])
+    assert (r.step, r.total_steps) == (20050, 50125)
+    assert run(["global_step=2.01e+4 loss=2.5"]).step == 20100  # alone, it is the counter

@@ -84,7 +84,7 @@ _SI_SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 def _scaled_count(text: str) -> float:
     """`1230` -> 1230.0; `1.23k` -> 1230.0 (a bar's count with an SI prefix)."""
     scale = _SI_SCALE.get(text[-1:], 1.0)
-    return round(float(text[:-1] if scale != 1.0 else text) * scale)
+    return float(round(float(text[:-1] if scale != 1.0 else text) * scale))
 
 
 _BAR_UNIT_RATE = re.compile(r"s/(?P<a>[A-Za-z]{1,12})|(?P<b>[A-Za-z]{1,12})/s")
@@ -111,9 +111,9 @@ _KV = re.compile(
     + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>"
     + _KEY
-    + r")\s*(?:=|:|\s)\s*(?:\[\s*)?"
+    + r")\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Step #470`: a number sign before the count)
     + _VALUE
-    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)"
+    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:))"  # (not a stack frame's `frame #5:`)
 )
 _RATE = re.compile(
     r"(?P<v>"
@@ -264,12 +264,15 @@ def strip_timestamps(text: str) -> str:
     if ":" in out and _CLOCK.search(out):
         out = _CTIME.sub(" ", out)
     out = _SOURCE_LOCATION.sub(" ", out)
+    if "<std" in out:
+        out = _RANK_TAG.sub(" ", out)
     if _SOURCE_FILE_HINT.search(out):
         out = _SOURCE_FILE_LINE.sub(" ", out)
     return out
 
 
 _CLOCK = re.compile(r"\d:\d\d:\d\d \d{4}")
+_RANK_TAG = re.compile(r"\[\d+(?:,\d+)?\]<std(?:out|err)>:")  # an MPI launcher's tag (`[1,0]<stdout>:`)
 
 
 _LEAD_KEY = re.compile(r"^\s*([^\W\d_]{3,})[\s:=]+\d")

@@ -141,7 +141,7 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
 
 
 def _is_bar(s: ProgressSample, bar: bool) -> bool:
-    return bar or bool(_PROGBAR.search(s.text))
+    return bar or bool(_PROGBAR.search(strip_timestamps(s.text)))  # (after a logger's or launcher's prefix)
 
 
 def drop_bars_of_another_loop(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
@@ -173,7 +173,9 @@ def drop_evaluate_after_fit(train: list[tuple[ProgressSample, bool]]) -> list[tu
     `Epoch k/M` header between and other values (no `val_` metrics, which the epoch's own
     closing update adds): an `evaluate()` pass after `fit()`, not another epoch."""
     end = len(train)
-    while end > 1 and len(train) - end < 2 and _FINISHED_PROGBAR.match(train[end - 1][0].text):
+    while (
+        end > 1 and len(train) - end < 2 and _FINISHED_PROGBAR.match(strip_timestamps(train[end - 1][0].text))
+    ):
         if "val_" in train[end - 1][0].text or _bare_epoch_header(train[end - 2][0], False):
             break  # an epoch's own closing update
         end -= 1  # an `evaluate()` bar, and a `predict()` bar after it
@@ -183,7 +185,7 @@ def drop_evaluate_after_fit(train: list[tuple[ProgressSample, bool]]) -> list[tu
     if first == len(train) or end < 2:
         return train
     done = train[end - 1][0]
-    if not _FINISHED_PROGBAR.match(done.text):
+    if not _FINISHED_PROGBAR.match(strip_timestamps(done.text)):
         return train
     # the last epoch's closing update: it states the `val_` metrics, or follows its epoch header
     if "val_" not in done.text and not _bare_epoch_header(train[end - 2][0], False):

@@ -329,6 +329,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
             name, rank = "step_time", 3
     if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
         val *= _COUNT_SUFFIX[unit]  # `step:50K`
+    if name == "step" and "e" in sval.lower():
+        rank += 8  # `global_step=3.2e+4`: a rounded count yields to an exact one (a bar's 32040)
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
         return False  # counters are whole numbers (a fractional epoch is a position)
     if name == "loss" and math.isnan(val):
