@@ -226,3 +226,34 @@ def test_a_counter_in_scientific_notation_yields_to_an_exact_one() -> None:
     r = run([bar.format(n=20040, g="2e+4"), bar.format(n=20050, g="2.01e+4")])
     assert (r.step, r.total_steps) == (20050, 50125)
     assert run(["global_step=2.01e+4 loss=2.5"]).step == 20100  # alone, it is the counter
+
+
+def test_a_counter_lines_own_loss_wins_over_the_sub_reports_printed_after_it() -> None:
+    sub = "head {h} avg (iou: 0.5), count: 9, part_loss = 3.5, total_loss = {v}"
+    lines = []
+    for k in (7, 8):
+        lines += [
+            sub.format(h=1, v="40.5"),
+            sub.format(h=2, v="41.5"),
+            f" {k}: 90.{k}, 95.0 avg loss, 0.001 rate, 3.5 seconds",
+        ]
+    lines += [sub.format(h=1, v="39.5"), sub.format(h=2, v="38.5")]
+    r = run(lines)
+    assert (r.step, r.loss, r.step_time_s) == (8, 90.8, 3.5)
+
+
+def test_a_learning_rate_note_after_the_steps_loss_line() -> None:
+    lines = []
+    for k in (20, 30):
+        lines += [
+            f"I0102 10:00:{k}.5 12 run.cc:219] Iter {k} (0.2 iter/s, 50.0s/10 iters), loss = 0.{k}",
+            f"I0102 10:00:{k}.6 12 sgd.cc:105] Iter {k}, lr = 0.001",
+        ]
+    r = run(lines)
+    assert r.last_progress_line == lines[2]
+    assert (r.step, r.loss) == (30, 0.30)
+
+
+def test_a_number_sign_closing_a_key() -> None:
+    r = run(["step#: 100  lr: 0.01  average loss: 1.5", "step#: 200  lr: 0.01  average loss: 1.4"])
+    assert (r.step, r.loss) == (200, 1.4)

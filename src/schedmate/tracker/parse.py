@@ -111,7 +111,7 @@ _KV = re.compile(
     + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>"
     + _KEY
-    + r")\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Step #470`: a number sign before the count)
+    + r")#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Step #470`: a number sign before the count)
     + _VALUE
     + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:))"  # (not a stack frame's `frame #5:`)
 )
