@@ -242,18 +242,6 @@ def test_a_counter_lines_own_loss_wins_over_the_sub_reports_printed_after_it() -
     assert (r.step, r.loss, r.step_time_s) == (8, 90.8, 3.5)
 
 
-def test_a_learning_rate_note_after_the_steps_loss_line() -> None:
-    lines = []
-    for k in (20, 30):
-        lines += [
-            f"I0102 10:00:{k}.5 12 run.cc:219] Iter {k} (0.2 iter/s, 50.0s/10 iters), loss = 0.{k}",
-            f"I0102 10:00:{k}.6 12 sgd.cc:105] Iter {k}, lr = 0.001",
-        ]
-    r = run(lines)
-    assert r.last_progress_line == lines[2]
-    assert (r.step, r.loss) == (30, 0.30)
-
-
 def test_a_number_sign_closing_a_key() -> None:
     r = run(["step#: 100  lr: 0.01  average loss: 1.5", "step#: 200  lr: 0.01  average loss: 1.4"])
     assert (r.step, r.loss) == (200, 1.4)

@@ -31,7 +31,6 @@ from schedmate.tracker.trailing import (
     drop_epoch_reports,
     drop_evaluate_after_fit,
     drop_headers_after_a_bar,
-    drop_rate_notes,
     drop_trailing_summaries,
     drop_trailing_timings,
     never_moved,
@@ -205,7 +204,6 @@ def summarize(
     late_rate = late[0][0].step_time_s if late and all(rate_of_steps_alone(s.text) for s, _ in late) else None
     train = timed
     train = drop_closing_record(train)
-    train = drop_rate_notes(train)
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
     train = drop_bars_of_another_loop(train)
@@ -232,10 +230,12 @@ def summarize(
             for i, (s, bar) in enumerate(record)
             if i >= at or bar or s.step != step or _same_format(s, anchor)
         ]
-    # pass 1: non-bar samples of the record at the anchor's step (bars print smoothed rates),
-    # the counter line's own values first (the lines after it only fill what it does not state)
-    if anchor is not None and not any(bar for s, bar in record if s is anchor):
-        _take(values, anchor, sources)
+    # pass 1: non-bar samples of the record at the anchor's step (bars print smoothed rates);
+    # when the lines after the counter line are sub-reports printed around every step (their
+    # block came after the previous counter line too), the counter line's own values first
+    k = next((i for i, (s, _) in enumerate(train) if s is anchor), -1)
+    if 0 <= k < len(train) - 1 and not _continues(train[k], train[k + 1 :]) and _repeats(train, k):
+        _take(values, train[k][0], sources)
     for s, bar in reversed(record):
         if bar or (s.step is not None and s.step != step):
             continue

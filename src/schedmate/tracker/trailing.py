@@ -23,7 +23,6 @@ __all__ = [
     "drop_epoch_reports",
     "drop_evaluate_after_fit",
     "drop_headers_after_a_bar",
-    "drop_rate_notes",
     "drop_trailing_summaries",
     "drop_trailing_timings",
     "never_moved",
@@ -214,27 +213,6 @@ def drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tupl
     ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
     line before it is (with its own fields)."""
     return _drop_trailing(train, _timing_report, lambda s, _bar: s.step is not None)
-
-
-def drop_rate_notes(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """A line stating only the counter and the learning rate (`Iteration 370, lr = 1e-4`) after
-    a line at the same step with its loss is that step's bookkeeping: the line with the loss is
-    the latest progress line."""
-    if len(train) < 2 or train[-1][1]:
-        return train
-    last, prev = train[-1][0], train[-2][0]
-    if (
-        last.step is not None
-        and last.step == prev.step
-        and last.lr is not None
-        and last.loss is None
-        and not last.loss_is_nan
-        and last.step_time_s is None
-        and last.throughput is None
-        and (prev.loss is not None or prev.loss_is_nan)
-    ):
-        return train[:-1]
-    return train
 
 
 def drop_closing_record(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
