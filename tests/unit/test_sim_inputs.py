@@ -238,3 +238,50 @@ def test_estimator_and_interference_files(tmp_path: Path) -> None:
         InterferenceModel.fit(d)
     with pytest.raises(InputError):
         InterferenceModel.fit(tmp_path / "missing")
+
+
+# --- an outside break test of simulate/whatif (session 10) ------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["-4", "4.5", "1e3", "a=2,a=4"])
+def test_a_malformed_cluster_number_or_a_repeated_vc_is_named(spec: str) -> None:
+    with pytest.raises(InputError) as e:
+        parse_cluster(spec)
+    assert spec in str(e.value) and "No such file" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("infra=nan", "finite"),
+        ("checkpoint=inf", "finite"),
+        ("app=2", "probability"),
+        ("trace_status=maybe", "bad value"),
+    ],
+)
+def test_failure_spec_values_out_of_range(spec: str, says: str) -> None:
+    from schedmate.core.errors import ConfigError
+    from schedmate.sim.failures import FailureModel
+
+    with pytest.raises(ConfigError, match=says):
+        FailureModel.parse(spec)
+    assert FailureModel.parse("app=0.5,trace_status=no").app_prob == 0.5
+
+
+def test_a_noise_too_large_for_a_float_is_refused() -> None:
+    from schedmate.core.errors import ConfigError
+    from schedmate.sim import make_estimator
+
+    with pytest.raises(ConfigError, match="0 to 10"):
+        make_estimator("noisy:1000")
+    make_estimator("noisy:10")
+
+
+def test_plots_into_an_existing_file_is_one_line(tmp_path: Path) -> None:
+    from schedmate.sim.plots import plot_results
+
+    pytest.importorskip("matplotlib")
+    f = tmp_path / "taken.csv"
+    f.write_text("x")
+    with pytest.raises(InputError, match="not a directory"):
+        plot_results([], f)

@@ -284,7 +284,7 @@ def predict_trace(
             raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
     cl = parse_cluster(cluster) if cluster else default_cluster(fmt, path, jobs)
     truth = Simulator(
-        jobs, cl, pol, make_estimator(default_estimator(policy, semantics)), semantics=sem
+        jobs, cl, pol, make_estimator(default_estimator(policy, semantics)), semantics=sem, observe_at=at_s
     ).run()
     snap, _, history = snapshot_from_trace(jobs, truth, at_s)
     preds = predict_from_snapshot(
@@ -299,7 +299,13 @@ def predict_trace(
         placement=placement,
         gpus_per_node=gpus_per_node,
     )
-    actual = {st.job_id: st.first_start for st in truth.jobs}
+    # a job waiting at the moment starts next when the replay (re)starts it: a preempted job's
+    # next start, not its first (-1: it never starts again)
+    obs = truth.observed
+    actual = {
+        st.job_id: obs.next_start.get(st.idx, -1.0) if obs is not None else st.first_start
+        for st in truth.jobs
+    }
     return TracePrediction(
         path.name,
         policy,

@@ -55,8 +55,12 @@ def parse_cluster(spec: str, gpus_per_node: int = 8) -> dict[str, int]:
             k, _, v = part.partition("=")
             if not k.strip() or not v.strip().isdigit() or int(v) < 1:
                 raise InputError(f"cluster spec '{spec}': '{part}' is not vc=GPUS (GPUS >= 1)")
+            if k.strip() in out:
+                raise InputError(f"cluster spec '{spec}': VC '{k.strip()}' is given twice")
             out[k.strip()] = int(v)
         return out
+    if re.fullmatch(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?", spec) and not Path(spec).exists():
+        raise InputError(f"cluster spec '{spec}': a number of GPUs must be a whole number >= 1")
     return _vc_config_csv(Path(spec), gpus_per_node)
 
 

@@ -42,7 +42,7 @@ from schedmate.sim.placement import (
 from schedmate.sim.policies import BoundedKey, SchedulingPolicy, TimeVaryingKey
 from schedmate.sim.rounds import RoundMixin
 from schedmate.sim.semantics import Semantics
-from schedmate.sim.state import Event, JobState, SimResult, VCState
+from schedmate.sim.state import Event, JobState, Observation, SimResult, VCState
 from schedmate.sim.trace import TraceJob
 
 __all__ = ["JobState", "Simulator", "SimResult", "PACK_MAX_GPUS"]
@@ -71,6 +71,7 @@ class Simulator(RoundMixin, PackingMixin):
         gpus_per_node: int = 8,
         node_sizes: Mapping[str, Sequence[int]] | None = None,
         semantics: Semantics | None = None,
+        observe_at: float | None = None,
     ) -> None:
         """`start_at` and `running` start the simulation from a snapshot: the `running`
         jobs (with their remaining seconds) hold GPUs at `start_at`; `jobs` arrive at
@@ -78,11 +79,16 @@ class Simulator(RoundMixin, PackingMixin):
         allocation invariants after every round (tests). `placement="node"` splits each VC
         into nodes of `gpus_per_node` GPUs, or the node sizes `node_sizes` gives per VC
         (`*` for the default pool; they must add up to the VC's GPUs). `semantics` holds the
-        modelling choices (rounds, preemption cost, placement rules: semantics.py)."""
+        modelling choices (rounds, preemption cost, placement rules: semantics.py).
+        `observe_at` records the state at that moment (`SimResult.observed`: who runs, who
+        waits and when each waiting job starts next), for snapshots of a replay."""
         if not jobs:
             raise InputError("no jobs to simulate")
         sem = semantics or Semantics()
         self.semantics = sem
+        self.observe_at = observe_at
+        self._observed: Observation | None = None
+        self._watch: set[int] = set()
         preemptive = bool(policy.preemptive)
         self.interval = sem.interval_for(preemptive)
         self.end_tick = sem.end_tick_s if preemptive else 0.0
@@ -225,8 +231,12 @@ class Simulator(RoundMixin, PackingMixin):
         n_events = 0
         policy = self.policy
         interval = self.interval
+        observe = self.observe_at
         while events:
             t, kind, tie, idx, version = heapq.heappop(events)
+            if observe is not None and t > observe:
+                self._observe(observe)
+                observe = None
             if kind == _ROUND:  # batched: one round for the VC after every event up to now
                 busy_gpu_s += self._busy * (t - last_t)
                 last_t = t
@@ -281,6 +291,8 @@ class Simulator(RoundMixin, PackingMixin):
             n_events += 1
             if self.timeline_every and n_events % self.timeline_every == 0:
                 timeline.append((t, self._busy, sum(v.n_pending for v in self.vcs.values())))
+        if observe is not None:
+            self._observe(observe)  # (the moment is after the last event)
         for vc in self.vcs.values():
             self._strand(vc, last_t, 0)
         return SimResult(
@@ -297,7 +309,23 @@ class Simulator(RoundMixin, PackingMixin):
             self.lost_gpu_s,
             self.placement,
             self.stranded_gpu_s,
+            self._observed,
         )
+
+    def _observe(self, t: float) -> None:
+        """Record the state at `t`; the waiting jobs' next starts are filled in as they start."""
+        running = {
+            st.idx: max(st.remaining - (t - st.run_start) * st.rate, 0.0)
+            for st in self.jobs
+            if st.run_start >= 0 and st.end < 0
+        }
+        waiting = {
+            st.idx
+            for st in self.jobs
+            if st.submit <= t and st.end < 0 and st.run_start < 0 and st.gpus <= self.vcs[st.vc].max_job
+        }
+        self._observed = Observation(t, running, {}, frozenset(waiting))
+        self._watch = set(waiting)
 
     # -- job transitions ----------------------------------------------------------------------
     def _push(self, vc: VCState, st: JobState, now: float, *, head: bool = False) -> None:
@@ -337,6 +365,9 @@ class Simulator(RoundMixin, PackingMixin):
     ) -> None:
         if st.run_start >= 0:  # an engine bug: a running job taken from the queue again
             raise RuntimeError(f"engine invariant broken: {st.job_id} started while running")
+        if self._watch and st.idx in self._watch and self._observed is not None:
+            self._observed.next_start[st.idx] = now  # a job waiting at the observed moment
+            self._watch.discard(st.idx)
         if host < 0:
             nodes = vc.nodes
             if nodes is None:

@@ -155,8 +155,9 @@ def make_estimator(spec: str, seed: int = 0) -> Estimator:
                     f"{p}: expected relative errors > -1 (finite), one number per line"
                 ) from None
             return NoisyEstimator(seed=seed, errors=errs)
-        if not math.isfinite(sigma) or sigma < 0:
-            raise ConfigError(f"estimator '{spec}': sigma must be a finite number >= 0")
+        if not math.isfinite(sigma) or not 0 <= sigma <= 10:
+            # (sigma 10 already draws factors of e^±30 at 3 sigma; larger ones overflow a float)
+            raise ConfigError(f"estimator '{spec}': sigma must be a number from 0 to 10")
         return NoisyEstimator(sigma=sigma, seed=seed)
     if name == "file" and arg:
         return FileEstimator(arg)

@@ -29,11 +29,15 @@ requeued forever.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 
 from schedmate.core.errors import ConfigError
 
 __all__ = ["FailureModel"]
+
+
+_BOOLS = ("1", "0", "true", "false", "yes", "no")
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class FailureModel:
     scripted: tuple[tuple[str, float], ...] = ()
 
     @classmethod
-    def parse(cls, spec: str) -> FailureModel:
+    def parse(cls, spec: str) -> FailureModel:  # noqa: C901 (one check per field)
         """`on` (the documented defaults) or `infra=1e-4,app=0.1,checkpoint=600,retries=0,requeues=5,seed=1`."""
         spec = spec.strip()
         if spec in ("on", "default", ""):
@@ -72,6 +76,8 @@ class FailureModel:
                 raise ConfigError(f"failure spec '{spec}': '{part}' is not one of {', '.join(names)}=VALUE")
             try:
                 kind = types[name]
+                if kind == "bool" and v.strip().lower() not in _BOOLS:
+                    raise ValueError
                 val: float | int | bool = (
                     int(v)
                     if kind == "int"
@@ -81,8 +87,12 @@ class FailureModel:
                 )
             except ValueError:
                 raise ConfigError(f"failure spec '{spec}': '{part}' has a bad value") from None
+            if isinstance(val, float) and not math.isfinite(val):
+                raise ConfigError(f"failure spec '{spec}': '{part}' must be a finite number")
             if isinstance(val, float | int) and not isinstance(val, bool) and val < 0:
                 raise ConfigError(f"failure spec '{spec}': '{part}' must be >= 0")
+            if name == "app_prob" and isinstance(val, float) and val > 1:
+                raise ConfigError(f"failure spec '{spec}': '{part}' is a probability (0 to 1)")
             out = replace(out, **{name: val})  # type: ignore[arg-type]  # checked by kind above
         if out.checkpoint_s <= 0:
             raise ConfigError(f"failure spec '{spec}': checkpoint must be > 0 seconds")

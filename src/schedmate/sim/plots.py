@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from schedmate.core.errors import ConfigError
+from schedmate.core.errors import ConfigError, InputError
 from schedmate.sim.engine import SimResult
 
 __all__ = ["plot_results"]
@@ -25,7 +25,12 @@ def plot_results(results: Sequence[SimResult], out_dir: str | Path, title: str =
     except ImportError:
         raise ConfigError("plots need matplotlib: pip install 'schedmate[plot]'") from None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--plot {out}: exists and is not a directory (plots are written into a directory)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--plot {out}: cannot create the directory ({e.strerror})") from None
     files: list[Path] = []
 
     fig, ax = plt.subplots(figsize=(7, 4.5))

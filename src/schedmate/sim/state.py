@@ -108,6 +108,7 @@ class SimResult:
     stranded_gpu_s: float = (
         0.0  # node placement: GPU-seconds free while the best pending job fit by count only
     )
+    observed: Observation | None = None  # the state at `Simulator(observe_at=t)`'s moment
 
     @property
     def capacity(self) -> int:
@@ -116,6 +117,18 @@ class SimResult:
 
     def finished(self) -> list[JobState]:
         return [j for j in self.jobs if j.end >= 0]
+
+
+@dataclass
+class Observation:
+    """The engine's state at one moment of a run: the jobs running then (index -> work left,
+    full-speed seconds) and the jobs waiting then (index -> their next start; absent when
+    they never start again). A preempted job waits: its next start is not its first."""
+
+    time: float
+    running: dict[int, float] = field(default_factory=dict)
+    next_start: dict[int, float] = field(default_factory=dict)
+    waiting: frozenset[int] = frozenset()
 
 
 class EngineCalls:

@@ -68,7 +68,16 @@ class Snapshot:
 
 
 def snapshot_at(jobs: Sequence[TraceJob], truth: SimResult, t: float) -> Snapshot:
-    """The state at time `t` of a finished simulation (running = started before t, ending after)."""
+    """The state at time `t` of a finished simulation. With the run's own record of that
+    moment (`Simulator(observe_at=t)`) a job preempted before `t` waits; without it, running
+    means started before `t` and ending after (exact for policies that never preempt)."""
+    obs = truth.observed
+    if obs is not None and obs.time == t:
+        return Snapshot(
+            t,
+            [(jobs[i], left) for i, left in obs.running.items()],
+            [jobs[i] for i in sorted(obs.waiting)],
+        )
     running, pending = [], []
     for tj, st in zip(jobs, truth.jobs, strict=False):
         if st.end < 0 or tj.submit_s > t:
@@ -178,7 +187,8 @@ def snapshot_from_trace(
     views: list[JobView] = []
     finished: list[HistoryRow] = []
     submitted: list[HistoryRow] = []
-    for tj, st in zip(jobs, truth.jobs, strict=False):
+    obs = truth.observed if truth.observed is not None and truth.observed.time == t else None
+    for i, (tj, st) in enumerate(zip(jobs, truth.jobs, strict=False)):
         if tj.submit_s > t:
             continue
         done = 0 <= st.end <= t
@@ -189,7 +199,8 @@ def snapshot_from_trace(
         submitted.append(row)
         if done:
             continue
-        running = 0 <= st.first_start <= t
+        # (with the run's record of the moment, a job preempted before `t` is pending)
+        running = i in obs.running if obs is not None else 0 <= st.first_start <= t
         views.append(
             JobView(
                 tj.job_id,
@@ -281,7 +292,7 @@ def predict_from_snapshot(
     durations = DurationModel(finished, now=t)
     arrival_model = ArrivalModel(recent, t - history_window_s, t) if arrivals and recent else None
     pending = list(snapshot.pending)
-    running = list(snapshot.running)
+    running = _holding(snapshot.running, cl)
     order = _ordering_estimator(policy, semantics, finished, pending, t)
     starts: dict[str, list[float]] = {j.job_id: [] for j in pending}
     for k in range(samples if pending else 0):
@@ -323,6 +334,23 @@ def _pending_job(j: JobView, t: float, durations: DurationModel, draw: FutureDra
         dur = min(dur, j.time_limit_s)
     submit = j.submit_time if j.submit_time is not None else t
     return TraceJob(j.job_id, submit, dur, max(j.gpus, 1), vc, j.user or "")
+
+
+def _holding(running: Sequence[JobView], cluster: Mapping[str, int]) -> list[JobView]:
+    """The running jobs that hold GPUs, earliest start first: jobs packed onto GPUs another
+    running job holds (a GPU-sharing policy, oversubscription) are beyond their partition's
+    capacity and hold none of their own in the forward simulation."""
+    used: dict[str, int] = {}
+    out = []
+    for j in sorted(running, key=lambda v: v.start_time if v.start_time is not None else -math.inf):
+        vc = j.partition or "default"
+        cap = cluster.get(vc, cluster.get("*"))
+        need = max(j.gpus, 1)
+        if cap is not None and used.get(vc, 0) + need > cap:
+            continue
+        used[vc] = used.get(vc, 0) + need
+        out.append(j)
+    return out
 
 
 def _running_job(j: JobView, t: float, durations: DurationModel, draw: FutureDraw) -> tuple[TraceJob, float]:
