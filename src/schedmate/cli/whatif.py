@@ -58,8 +58,12 @@ def whatif(
         ),
     ] = None,
     policy: Annotated[
-        str, typer.Option("--policy", help="Policies to compare (comma-separated).")
-    ] = "fifo,semantic",
+        str | None,
+        typer.Option(
+            "--policy",
+            help="Policies to compare (comma-separated; default fifo,semantic); with --at or --live, one (default fifo).",
+        ),
+    ] = None,
     scale: Annotated[str, typer.Option(help="Cluster size factors to compare, e.g. 0.5,1,2.")] = "1",
     cluster: Annotated[
         str | None, typer.Option(help="GPUs: '64', 'vcA=16,vcB=32' or a vc,nodes CSV.")
@@ -82,8 +86,8 @@ def whatif(
     if live:
         if trace is not None:
             raise InputError("--live and --trace: give one of them")
-        names = [p.strip() for p in policy.split(",") if p.strip()]
-        _live(ctx, partition, samples, history_days, not no_arrivals, names[0] if names else "fifo", as_json)
+        names = _one_policy(policy, "--live")
+        _live(ctx, partition, samples, history_days, not no_arrivals, names[0], as_json)
         return
     if trace is None:
         raise InputError("give --trace FILE (a trace what-if) or --live (the Slurm queue)")
@@ -93,13 +97,18 @@ def whatif(
 
     _finite("--at", at_hours)
     _finite("--window-hours", window_hours)
-    names = [p.strip() for p in policy.split(",") if p.strip()]
+    names = [p.strip() for p in (policy or "fifo,semantic").split(",") if p.strip()]
     if not names:
         raise InputError("--policy: give at least one policy")
     if not 1 <= samples <= 1000:
         raise InputError(f"--samples must be 1..1000, got {samples}")
     window_s = window_hours * 3600 if window_hours is not None else None
     if at_hours is not None:
+        names = _one_policy(policy, "--at")
+        if scale.strip() != "1":
+            raise InputError(
+                "--scale compares cluster sizes; with --at the prediction is for the cluster as given"
+            )
         tp = predict_trace(
             trace,
             fmt,
@@ -135,6 +144,7 @@ def whatif(
             gpus_per_node=gpus_per_node,
             semantics=semantics,
             scale=f,
+            window_s=window_s,
         )
         for w in rep.warnings:
             err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
@@ -271,3 +281,12 @@ def _print_predictions(tp: object, as_json: bool) -> None:
     console.print(table)
     if len(rows) > 40:
         console.print(f"[dim]... {len(rows) - 40} more (use --json)[/]")
+
+
+def _one_policy(policy: str | None, mode: str) -> list[str]:
+    """The one policy a prediction runs under (fifo by default); several are refused, not
+    silently cut to the first."""
+    names = [p.strip() for p in (policy or "fifo").split(",") if p.strip()]
+    if len(names) != 1:
+        raise InputError(f"--policy: {mode} predicts under one policy, got {policy!r}")
+    return names

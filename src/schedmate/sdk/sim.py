@@ -115,6 +115,7 @@ def simulate(
     semantics: str = "default",
     per_job: bool = False,
     scale: float = 1.0,
+    window_s: float | None = None,
     keep_result: bool = False,
     timeline: bool = False,
     on_start: Callable[[str, int], Callable[[int], None] | None] | None = None,
@@ -123,7 +124,8 @@ def simulate(
     optional `name=value` overrides (sim/semantics.py); with `lucid`, placement is on nodes
     with Lucid's rules unless `placement` says otherwise explicitly. `on_start(policy, n_jobs)`
     may return a progress callback (jobs finished). `scale` multiplies every VC's GPUs (a
-    scaled cluster keeps the node size; the trace's own node list is used only at 1)."""
+    scaled cluster keeps the node size; the trace's own node list is used only at 1).
+    `window_s` keeps the jobs submitted in the trace's first `window_s` seconds."""
     from schedmate.sim import (
         FailureModel,
         InterferenceModel,
@@ -156,6 +158,12 @@ def simulate(
     im = InterferenceModel.fit(Path(interference)) if interference is not None else None
     path = Path(trace)
     jobs = load_trace(path, fmt, limit=limit)
+    if window_s is not None:
+        if not math.isfinite(window_s) or window_s < 0:
+            raise InputError(f"--window-hours must be a finite number >= 0, got {window_s / 3600}")
+        jobs = [j for j in jobs if j.submit_s <= window_s]
+        if not jobs:
+            raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
     if isinstance(cluster, dict):
         cl = dict(cluster)
     elif cluster:
