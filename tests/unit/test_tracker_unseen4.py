@@ -245,3 +245,41 @@ def test_a_counter_lines_own_loss_wins_over_the_sub_reports_printed_after_it() -
 def test_a_number_sign_closing_a_key() -> None:
     r = run(["step#: 100  lr: 0.01  average loss: 1.5", "step#: 200  lr: 0.01  average loss: 1.4"])
     assert (r.step, r.loss) == (200, 1.4)
+
+
+def test_a_counter_noun_with_an_index_suffix_is_the_counter() -> None:
+    r = run(["[RUN] iter_idx: 400, objective loss: 2.5", "[RUN] iter_idx: 500, objective loss: 2.4"])
+    assert (r.step, r.loss) == (500, 2.4)
+    assert run(["step_index=7 loss=1.0", "step_index=8 loss=0.9"]).step == 8
+
+
+def test_a_loss_qualified_in_words_and_an_initial_loss() -> None:
+    line = (
+        "Start loss: 900.5; Mean loss (over 50 steps): {v}: {p}%|###       | {n}/4000 [00:10<00:40, 80.0it/s]"
+    )
+    lines = [line.format(v=v, p=p, n=n) for v, p, n in (("35.5", 20, 800), ("31.25", 25, 1000))]
+    r = run(lines)
+    assert (r.step, r.loss) == (1000, 31.25)
+    r = run(["Init loss: 99.0 | step 10 | loss: 3.5", "Init loss: 99.0 | step 20 | loss: 3.25"])
+    assert r.loss == 3.25
+    # a qualifier naming an evaluation set is an evaluation value
+    r = run(
+        ["epoch 3  Loss (train): 0.52  Loss (val): 0.71", "epoch 4  Loss (train): 0.50  Loss (val): 0.70"]
+    )
+    assert (r.step, r.loss) == (4, 0.50)
+
+
+def test_a_line_from_an_evaluator_component_is_evaluation() -> None:
+    lines = [
+        "[2031-01-02 10:00:01.5][INFO](engine.TrainerLoop) - Epoch: 4/20, Iter: 8/8 -- loss: 0.93",
+        "[2031-01-02 10:00:02.5][INFO](engine.ModelEvaluator) - run resuming from iteration 0, epoch 3 until 4 epochs",
+    ]
+    r = run(lines)
+    assert (r.step, r.total_steps, r.loss) == (8, 8, 0.93)
+    r = run(
+        [
+            "[Learner] Steps = 12 | Loss = 0.7",
+            "[Evaluator] Steps = 3 | Episode Return = 4.0",
+        ]
+    )
+    assert (r.step, r.loss) == (12, 0.7)

@@ -16,6 +16,7 @@ __all__ = ["WORDS", "finish_line"]
 # a Keras-style progbar counting samples states each one's time: `12000/12000 [====] - 11s 910us/sample`
 _PER_SAMPLE = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - \S+ (?P<v>\d+(?:\.\d+)?)(?P<u>us|µs|ms|s)/sample\b")
 WORDS = re.compile(r"[^\W\d_]+")
+_CAMEL_WORD = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")  # `SupervisedEvaluator`: two words
 _IDENTIFIERS = re.compile(r"[^\W\d_]+(?:_[^\W\d_]+)*")  # `gpu_test` (a run's name) is one word
 
 
@@ -64,7 +65,7 @@ def finish_line(c: Candidates, body: str) -> None:
     c.is_summary = c.is_summary or (c.summary_keys > 0 and "lr" not in c.values)
     m = _FIRST_VALUE.search(body)
     prefix = body[: m.start()] if m else body
-    if any(w.lower() in lex.eval_words for w in _IDENTIFIERS.findall(prefix)):
+    if any(w.lower() in lex.eval_words for w in _IDENTIFIERS.findall(_CAMEL_WORD.sub(" ", prefix))):
         c.is_eval = c.eval_context = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
     v = c.values
     # evaluation keys whose value is a record: `eval_acc: {"epoch": 1, ...}` is an evaluation record

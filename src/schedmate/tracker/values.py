@@ -191,6 +191,9 @@ _GENERIC_TIME = {
 }
 
 
+_KEY_ASIDE = re.compile(r"\s*\([^()]*\)\s*$")
+
+
 def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | None]:
     """The normalised key and its role; multi-word keys fall back to their shorter suffixes
     (`INFO train loss` -> `train loss`), unless a dropped word is an evaluation word
@@ -199,8 +202,12 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
     hit = field_for_key(key)
     if hit is None and (split := split_camel(raw_key)) != raw_key:
         return resolve_key(c, split)  # `AvgTime`, `trainLoss`: words written in camel case
+    if hit is None and "(" in raw_key and is_eval_key(key):
+        return key, None  # `Loss (val)`: a qualifier naming an evaluation set
     if hit is None and (paired := _PAIRED_KEY.match(raw_key)) is not None:
         return resolve_key(c, paired[1])  # `time (data): 1.6 (0.26)`: the first value is `time`
+    if hit is None and (aside := _KEY_ASIDE.search(raw_key)) is not None and aside.start() > 0:
+        return resolve_key(c, raw_key[: aside.start()])  # `Avg loss (last 100 iter)`: what it averages
     if hit is not None or " " not in raw_key.strip():
         return key, hit
     words = raw_key.lower().split()
