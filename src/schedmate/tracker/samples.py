@@ -157,6 +157,8 @@ class KeyValueTable:
 
 
 _GAPS = "gaps"  # a whitespace-aligned table read by its column gaps
+_DIGIT = re.compile(r"\d")
+_TRAILING_SOURCE = re.compile(r"\S+\.\w+:\d+\s*$")  # a rich logger's `train.py:566` after the message
 _LEADING_NUMBER = re.compile(r"^([-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)(\s?(?:ms|us|µs|s|sec|min|h)\b)?")
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 
@@ -228,7 +230,11 @@ class TableReader:
                 self.columns = cols if len(cols) != len(keys) else None
                 self.delim = None
                 return True
-        names = _gap_cells(text) if "  " in text.strip() else []
+        names = (
+            _gap_cells(text)
+            if "  " in text.strip() and not _DIGIT.search(_TRAILING_SOURCE.sub("", text))
+            else []
+        )
         if 2 <= len(names) <= 20 and all(_CELL_NAME.match(n) for n in names):
             # columns named in words, with a quantity or unit in parentheses (`Step (% Done)`,
             # `Iter Time (ms)`), their rows' cells numbers with units (`41.3 ms`): the gaps align them
