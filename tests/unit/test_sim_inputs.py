@@ -290,24 +290,11 @@ def test_plots_into_an_existing_file_is_one_line(tmp_path: Path) -> None:
 def test_whatif_window_applies_to_the_comparison_and_at_refuses_several_policies(tmp_path: Path) -> None:
     t = tmp_path / "w.csv"
     t.write_text("job_id,submit_s,duration_s,gpus\na,0,1000,1\nb,60,100,1\nc,9000,500,1\n")
-    r = CliRunner().invoke(
-        app,
-        [
-            "whatif",
-            "--trace",
-            str(t),
-            "--cluster",
-            "4",
-            "--policy",
-            "fifo",
-            "--window-hours",
-            "0.1",
-            "--json",
-        ],
-    )
+    base = ("whatif", "--trace", str(t), "--cluster", "4")
+    r = invoke(*base, "--policy", "fifo", "--window-hours", "0.1", "--json")
     assert r.exit_code == 0, r.output
     assert [json.loads(x)["n_jobs"] for x in r.stdout.splitlines()] == [2]
     for extra in (["--policy", "fifo,srtf"], ["--scale", "0.5,1"]):
-        r = CliRunner().invoke(app, ["whatif", "--trace", str(t), "--cluster", "4", "--at", "0.01", *extra])
+        r = invoke(*base, "--at", "0.01", *extra)
         assert r.exit_code == 2, r.output
         assert "predicts under one policy" in r.output or "--scale compares" in r.output
