@@ -103,7 +103,7 @@ def is_training_progress(text: str) -> bool:
 
 def rate_of_steps_alone(text: str) -> bool:
     """The line is only a rate of steps named by the lexicon (`global_step/sec: 3.1`,
-    `403.5 steps/sec`)."""
+    `250.0 steps/sec`)."""
     body = strip_timestamps(text)
     if (m := _KEY_AND_NUMBER.search(body)) is not None:
         key = m[1].split()[-1]

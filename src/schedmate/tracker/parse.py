@@ -99,7 +99,7 @@ _BAR_NOTOTAL = re.compile(
 # of a long word-character run is quadratic)
 _KEY = (
     r"[^\W\d][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?){0,5}"
-    r"(?:\s\([^()\n]{1,24}\))?"  # (`Avg loss (last 100 iter)`: a qualifier in words)
+    r"(?:\s\([^()\n]{1,24}\))?"  # (`Mean loss (over 50 steps)`: a qualifier in words)
 )
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
@@ -112,9 +112,9 @@ _KV = re.compile(
     + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>"
     + _KEY
-    + r")#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Step #470`: a number sign before the count)
+    + r")#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Update #130`: a number sign before the count)
     + _VALUE
-    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:))"  # (not a stack frame's `frame #5:`)
+    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:))"  # (not a stack frame's `frame #3:`)
 )
 _RATE = re.compile(
     r"(?P<v>"

@@ -171,7 +171,7 @@ def _gap_cells(text: str) -> list[str]:
 
 def _gap_key(name: str) -> str:
     """A column's key: its name, or its name without the parenthesised quantity when only that
-    has a role (`Step (% Done)` is the step; `Iter (time)` keeps its time)."""
+    has a role (`Iteration (% of run)` is the step; `Iter (time)` keeps its time)."""
     key = normalise_key(split_camel(name))
     if field_for_key(key) is None and (bare := _ASIDE.sub("", name)) != name:
         key = normalise_key(split_camel(bare))
@@ -236,7 +236,7 @@ class TableReader:
             else []
         )
         if 2 <= len(names) <= 20 and all(_CELL_NAME.match(n) for n in names):
-            # columns named in words, with a quantity or unit in parentheses (`Step (% Done)`,
+            # columns named in words, with a quantity or unit in parentheses (`Iteration (% of run)`,
             # `Iter Time (ms)`), their rows' cells numbers with units (`41.3 ms`): the gaps align them
             keys = [_gap_key(n) for n in names]
             if any(field_for_key(k) is not None for k in keys):

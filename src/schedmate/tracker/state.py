@@ -198,8 +198,8 @@ def summarize(
     train = drop_trailing_summaries(train)
     timed = drop_trailing_timings(train)
     late = train[len(timed) :]
-    # a rate of steps printed just after the counter line (`step = 3000, loss = 2.2`, then
-    # `403.5 steps/sec`) is that step's rate; other timing reports keep their own
+    # a rate of steps printed just after the counter line (`update = 200, xent = 3.2`, then
+    # `250.0 steps/sec`) is that step's rate; other timing reports keep their own
     # (each line may be printed twice, by two loggers)
     late_rate = late[0][0].step_time_s if late and all(rate_of_steps_alone(s.text) for s, _ in late) else None
     train = timed
@@ -425,7 +425,7 @@ def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bo
     """A generic `time 60.8s` as long as the gap between the timestamps of consecutive reports,
     while the counter moves several steps between them, is the time of the reporting interval
     (`upd 1000 ... time 60.8s` every 200 updates), not of one step. Each report's own time is
-    compared with the gap before it (intervals may differ: 1,153 s, then 636 s)."""
+    compared with the gap before it (intervals may differ: 2,000 s, then 905 s)."""
     pts = [
         (s.timestamp, _global_step(s), s.step_time_s if s.step_time_generic else None)
         for s, bar in train[-12:]

@@ -77,7 +77,7 @@ def parse_duration(text: str) -> float | None:
         ms = to_float(t[:-2])
         return ms / 1000.0 if ms is not None else None
     days = 0.0
-    if (td := _TIMEDELTA_DAYS.match(t)) is not None:  # `40 days, 13:28:36`: Python's timedelta
+    if (td := _TIMEDELTA_DAYS.match(t)) is not None:  # `2 days, 3:04:05`: Python's timedelta
         days, t = float(td[1]) * 86400.0, t[td.end() :]
     if ":" in t:
         parts = t.split(":")
@@ -207,7 +207,7 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
     if hit is None and (paired := _PAIRED_KEY.match(raw_key)) is not None:
         return resolve_key(c, paired[1])  # `time (data): 1.6 (0.26)`: the first value is `time`
     if hit is None and (aside := _KEY_ASIDE.search(raw_key)) is not None and aside.start() > 0:
-        return resolve_key(c, raw_key[: aside.start()])  # `Avg loss (last 100 iter)`: what it averages
+        return resolve_key(c, raw_key[: aside.start()])  # `Mean loss (over 50 steps)`: what it averages
     if hit is not None or " " not in raw_key.strip():
         return key, hit
     words = raw_key.lower().split()
@@ -266,7 +266,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if last in lexicon().step_nouns and not is_eval_key(normalise_key(raw_key)):
             key, hit = last, ("step", 4)
     if hit is None and "/" in raw_val and normalise_key(raw_key) in lexicon().train_words:
-        key, hit = "step", ("step", 4)  # `Training [1270/25000]`: the training loop's count of its total
+        key, hit = "step", ("step", 4)  # `Training  [ 510/40000]`: the training loop's count of its total
     if key in _SUMMARY_KEYS:
         c.summary_keys += 1
     if hit is None:
@@ -315,7 +315,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if name in ("step", "total_steps"):  # (`total timesteps 1200/5000`: done of the total)
             cur = c.values.get("step")
             if cur is not None and cur[0] == rank and cur[1] < n and "total_steps" not in c.values:
-                del c.values["step"]  # `iteration:1 step:3900/23196`: the counter printed with its total
+                del c.values["step"]  # `step:2, iteration:1300/9000`: the counter printed with its total
             c.put("step", rank, n)
             c.put("total_steps", rank, d)
         elif name in ("epoch", "total_epochs"):
@@ -337,7 +337,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
         val *= _COUNT_SUFFIX[unit]  # `step:50K`
     if name == "step" and "e" in sval.lower():
-        rank += 8  # `global_step=3.2e+4`: a rounded count yields to an exact one (a bar's 32040)
+        rank += 8  # `global_step=2.01e+4`: a rounded count yields to an exact one (a bar's 20050)
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
         return False  # counters are whole numbers (a fractional epoch is a position)
     if name == "loss" and math.isnan(val):
