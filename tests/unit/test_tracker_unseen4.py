@@ -283,3 +283,13 @@ def test_a_line_from_an_evaluator_component_is_evaluation() -> None:
         ]
     )
     assert (r.step, r.loss) == (12, 0.7)
+
+
+def test_an_epoch_column_is_the_counter_when_the_bar_after_the_row_was_cut() -> None:
+    head = "      Round      mem    p_loss    q_loss  Objects   Size"
+    rows = [f"      {e}/40      2.0G      0.{e}1      1.{e}2       7    640: 100%|#" for e in (11, 12)]
+    r = run([head, rows[0], head, rows[1]])
+    assert (r.step, r.total_steps, r.loss) == (12, 40, None)
+    # with the bar's count still there, it is the counter
+    whole = rows[1].replace("100%|#", "100%|##########| 50/50 [00:20<00:00,  2.5it/s]")
+    assert (run([head, whole]).step, run([head, whole]).total_steps) == (50, 50)

@@ -325,8 +325,12 @@ class TableReader:
         if components == 1 and "loss" not in c.values:
             c.put("loss", 8, c.components[0])  # the table's only loss column is its loss
         epoch = c.get("epoch")
-        if "step" not in c.values and epoch is not None and len(toks) == n:
-            c.put("step", 6, epoch)  # an epoch column is a plain table's only counter
+        if "step" not in c.values and epoch is not None and (len(toks) == n or not c.is_bar):
+            # an epoch column is a plain table's only counter (also when the bar after the row
+            # was cut before its count: `16/30 ... 576: 100%|#`)
+            c.put("step", 6, epoch)
+            if c.total_epochs and "total_steps" not in c.values:
+                c.put("total_steps", 6, float(c.total_epochs))
             if (t := c.generic_time or c.outer_time) is not None and "step_time" not in c.values:
                 c.put("step_time", t[0] + 2, t[1])  # a per-epoch table's time column
         elif c.generic_time is not None and "step_time" not in c.values:
