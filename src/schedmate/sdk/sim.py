@@ -20,6 +20,7 @@ from schedmate.sim.estimators import DEFAULT_ESTIMATORS, default_estimator
 
 if TYPE_CHECKING:
     from schedmate.sim.metrics import Metrics
+    from schedmate.sim.trace import TraceJob
     from schedmate.sim.whatif import StartPrediction
     from schedmate.sim.whatif import predict_from_snapshot as predict_starts
 
@@ -157,13 +158,7 @@ def simulate(
     fm = FailureModel.parse(failures) if failures is not None else None
     im = InterferenceModel.fit(Path(interference)) if interference is not None else None
     path = Path(trace)
-    jobs = load_trace(path, fmt, limit=limit)
-    if window_s is not None:
-        if not math.isfinite(window_s) or window_s < 0:
-            raise InputError(f"--window-hours must be a finite number >= 0, got {window_s / 3600}")
-        jobs = [j for j in jobs if j.submit_s <= window_s]
-        if not jobs:
-            raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
+    jobs = _in_window(load_trace(path, fmt, limit=limit), window_s)
     if isinstance(cluster, dict):
         cl = dict(cluster)
     elif cluster:
@@ -285,11 +280,7 @@ def predict_trace(
     sem = parse_semantics(semantics)
     pol = make_policy(policy, sem)
     path = Path(trace)
-    jobs = load_trace(path, fmt)
-    if window_s is not None:
-        jobs = [j for j in jobs if j.submit_s <= window_s]
-        if not jobs:
-            raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
+    jobs = _in_window(load_trace(path, fmt), window_s)
     cl = parse_cluster(cluster) if cluster else default_cluster(fmt, path, jobs)
     truth = Simulator(
         jobs, cl, pol, make_estimator(default_estimator(policy, semantics)), semantics=sem, observe_at=at_s
@@ -322,6 +313,18 @@ def predict_trace(
         tuple(preds),
         {p.job_id: actual[p.job_id] for p in preds},
     )
+
+
+def _in_window(jobs: list[TraceJob], window_s: float | None) -> list[TraceJob]:
+    """The jobs submitted in the trace's first `window_s` seconds (all of them without one)."""
+    if window_s is None:
+        return jobs
+    if not math.isfinite(window_s) or window_s < 0:
+        raise InputError(f"--window-hours must be a finite number >= 0, got {window_s / 3600}")
+    kept = [j for j in jobs if j.submit_s <= window_s]
+    if not kept:
+        raise InputError(f"no job submitted in the first {window_s / 3600:g} hours")
+    return kept
 
 
 def plot_runs(results: Sequence[object], out_dir: str | Path, title: str = "") -> list[Path]:

@@ -27,6 +27,7 @@ from schedmate.tracker.lineroles import WORDS as _WORDS
 from schedmate.tracker.lineroles import finish_line
 from schedmate.tracker.rewrites import rewrite_shapes
 from schedmate.tracker.values import (
+    COUNT_SUFFIX,
     Candidates,
     apply_kv,
     apply_rate,
@@ -78,12 +79,11 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:?]+)?,\s*(?P<rate>" + NUM + r"|\?)\s*(?P<unit>[A-Za-z/]+)"
     r"(?:,\s*(?P<postfix>[^\]]*))?(?:\]|$)"  # (a line cut at the terminal's width ends inside it)
 )
-_SI_SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 
 
 def _scaled_count(text: str) -> float:
     """`1230` -> 1230.0; `1.23k` -> 1230.0 (a bar's count with an SI prefix)."""
-    scale = _SI_SCALE.get(text[-1:], 1.0)
+    scale = COUNT_SUFFIX.get(text[-1:], 1.0)
     return float(round(float(text[:-1] if scale != 1.0 else text) * scale))
 
 

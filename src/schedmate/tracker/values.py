@@ -173,7 +173,7 @@ _SUMMARY_KEYS = {"train_runtime", "total_flos", "train_samples_per_second", "tra
 _PAIRED_KEY = re.compile(r"^\s*([^\W\d][\w ]*?)\s*\([^\W\d]\w*\)\s*$")
 _RATE_WORDS = {"fps", "sps", "throughput", "speed"}
 _PREPOSITIONS = {"at", "after", "before", "for", "from", "to", "of", "in", "on", "until", "since"}
-_COUNT_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9}
+COUNT_SUFFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}  # `step:50K`, a bar's `1.23k/10.0k`
 _TOTAL_WORDS = {"total", "max", "maximum", "num", "number"}
 _TIME_WORDS = {"time", "t", "ms", "s", "sec", "secs", "cost", "duration"}
 _GENERIC_TIME = {
@@ -334,8 +334,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
         if name == "step":  # `Batch: 1.810s`: a counter noun holding a duration is its time
             name, rank = "step_time", 3
-    if name in ("step", "total_steps") and unit in _COUNT_SUFFIX:
-        val *= _COUNT_SUFFIX[unit]  # `step:50K`
+    if name in ("step", "total_steps") and unit in COUNT_SUFFIX:
+        val *= COUNT_SUFFIX[unit]  # `step:50K`
     if name == "step" and "e" in sval.lower():
         rank += 8  # `global_step=2.01e+4`: a rounded count yields to an exact one (a bar's 20050)
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():
