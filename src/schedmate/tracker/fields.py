@@ -65,6 +65,7 @@ class Lexicon:
     train_words: frozenset[str]
     error_metrics: frozenset[str]
     component_before_loss: frozenset[str]
+    loss_function_names: frozenset[str]
     training_set_words: frozenset[str]
     counter_nouns: frozenset[str]
     kind_losses: frozenset[str]
@@ -95,6 +96,7 @@ def lexicon() -> Lexicon:
         train_words=frozenset(raw["train_words"]),
         error_metrics=frozenset(raw["error_metrics"]),
         component_before_loss=frozenset(raw["component_before_loss"]),
+        loss_function_names=frozenset(raw["loss_function_names"]),
         training_set_words=frozenset(raw["training_set_words"]),
         counter_nouns=frozenset(raw["counter_nouns"]),
         kind_losses=frozenset(raw["kind_losses"]),
@@ -220,6 +222,8 @@ def field_for_key(key: str) -> tuple[str, int] | None:
             return "step_time", 2  # `updt_s`, `step_ms`: the seconds of a step
     if _RATE_KEY.search(key):
         return "step_rate", 2
+    if key in lexicon().loss_function_names:
+        return "loss_component", 9  # `SmoothL1=0.1`: a term of the loss, named by its function
     words = key_words(key)
     return _loss_role(words) or _set_metric_role(words) or _counter_role(words) or _time_role(words)
 

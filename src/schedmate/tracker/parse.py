@@ -114,7 +114,7 @@ _KV = re.compile(
     + _KEY
     + r")#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Update #130`: a number sign before the count)
     + _VALUE
-    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:))"  # (not a stack frame's `frame #3:`)
+    + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:.*0x[0-9a-fA-F]))"  # (not a stack frame's `frame #3: f + 0x1f`)
 )
 _RATE = re.compile(
     r"(?P<v>"
@@ -675,7 +675,12 @@ def parse_line(text: str) -> Candidates:
         if _DATA_WORK.search(words) or not_training_bar(words):
             # `Reading batch: 500 / 500`, `Downloading shard 8/8`: a counter of other work
             c.is_eval = c.eval_context = True
-    if c.bar_count is not None and c.get("total_steps") == c.bar_count[1] and c.get("step") != c.bar_count[0]:
+    step, total = c.get("step"), c.get("total_steps")
+    if step is not None and total is not None and step > 1.1 * total:
+        # `Step: 37529. Epoch: 1072/2000. Iteration: 10/35`: a global step beside a count within
+        # the epoch; the epoch's total does not bound it (when both are printed, the global step)
+        del c.values["total_steps"]
+    elif c.bar_count is not None and total == c.bar_count[1] and step != c.bar_count[0]:
         # `Batch 468/469 ...: 100%| 469/469`: a description counting the bar's own items (one
         # behind, 0-based) is the bar's counter
         c.values["step"] = (c.values["step"][0], c.bar_count[0])

@@ -133,10 +133,36 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
     """Epoch reports after an in-loop line of the same epoch (one with a step inside the epoch)
     are not the latest progress line; that in-loop line is."""
     last_epoch = train[-1][0].epoch if train else None
-    return _drop_trailing(
+    train = _drop_trailing(
         train,
         _epoch_report,
         lambda s, bar: s.epoch == last_epoch and s.step is not None and s.step != s.epoch,
+    )
+    # `190/190 [03:02<00:00, train_loss=0.73]` then `epoch: 2 - train loss: 0.73 - valid loss:
+    # 1.27`: an epoch's line after the bar of its loop finished with a loss reports the epoch
+    # (after a bar without one, the epoch's line is where the loop's loss is printed)
+    # (an evaluation bar without a loss may come between: another loop, dropped below)
+    end = len(train)
+    while end > 1 and _epoch_line(*train[end - 1]):
+        end -= 1
+    before = end
+    while before > 1 and _is_bar(*train[before - 1]) and train[before - 1][0].loss is None:
+        before -= 1
+    if end < len(train) and _finished_lossful_bar(*train[before - 1]):
+        return train[:end]
+    return train
+
+
+def _epoch_line(s: ProgressSample, bar: bool) -> bool:
+    return not bar and s.step is not None and s.step == s.epoch and s.has_metrics_besides_counters()
+
+
+def _finished_lossful_bar(s: ProgressSample, bar: bool) -> bool:
+    return (
+        _is_bar(s, bar)
+        and s.step is not None
+        and s.step == s.total_steps
+        and (s.loss is not None or s.loss_is_nan)
     )
 
 
@@ -145,17 +171,18 @@ def _is_bar(s: ProgressSample, bar: bool) -> bool:
 
 
 def drop_bars_of_another_loop(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
-    """Bars without any metric after the training bars, counting to another total
+    """Bars without a loss after the training bars that print one, counting to another total
     (`20000/22124 [====>..] - ETA: 0s` after `88493/88493 [...] - loss: 0.28`): a prediction
     or evaluation pass after training, not its progress."""
     total = train[-1][0].total_steps if train else None
 
     def metricless(s: ProgressSample, bar: bool) -> bool:
-        measured = (s.loss, s.step_time_s, s.throughput, s.lr)
+        # (a rate is any bar's own: a bar without the loss the training bars print is not theirs)
         return (
             _is_bar(s, bar)
             and s.total_steps == total
-            and all(v is None for v in measured)
+            and s.loss is None
+            and s.lr is None
             and not s.loss_is_nan
         )
 

@@ -334,6 +334,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         val, unit = dur, "s"  # `iter_time: 0.087s` came in as a duration
         if name == "step":  # `Batch: 1.810s`: a counter noun holding a duration is its time
             name, rank = "step_time", 3
+    elif name == "step" and unit in _TIME_UNITS:
+        name, rank = "step_time", 3  # `Step: 211ms` too, with the unit apart from the number
     if name in ("step", "total_steps") and unit in COUNT_SUFFIX:
         val *= COUNT_SUFFIX[unit]  # `step:50K`
     if name == "step" and "e" in sval.lower():

@@ -1,0 +1,87 @@
+"""Line and record shapes met on unseen logs (issue 10, ninth pass). Every case is a variant
+written here (keys, separators, orders, languages and values of our own), none is a line of a
+data set."""
+
+from __future__ import annotations
+
+from schedmate.tracker import MetricTracker
+
+
+def run(lines: list[str]):  # type: ignore[no-untyped-def]
+    return MetricTracker().track_lines(lines)
+
+
+def test_a_global_step_beside_a_count_within_the_epoch_is_the_step_without_that_total() -> None:
+    # the within-epoch fraction's total cannot bound a step far beyond it
+    line = "step=90412 | ep 31/90 | iter 17/50 | loss 0.412"
+    r = run([line, line.replace("90412", "90413").replace("17/50", "18/50")])
+    assert (r.step, r.total_steps, r.loss) == (90413, None, 0.412)
+    # the same with a bar whose description counts the within-epoch items
+    bar = "global step: 90412; epoch: 31/90; iteration: 17/50; loss: 0.41:  34%|###4   | 17/50 [00:08<00:16,  2.05it/s]"
+    r = run([bar])
+    assert (r.step, r.total_steps) == (90412, None)
+    assert abs(r.step_time_s - 1 / 2.05) < 1e-9
+    # a step within its total keeps it
+    assert run(["step 40 of epoch 3, iteration 40/50, loss 0.5"]).total_steps == 50
+
+
+def test_a_counter_noun_holding_a_duration_with_its_unit_apart_is_the_step_time() -> None:
+    lines = [
+        f" [{'=' * i}>{'.' * (30 - i)}]  Step: {180 + i} ms | Tot: {2 * i}s | Loss: 1.{i} " for i in (3, 4)
+    ]
+    r = run(lines)
+    assert (r.step, r.loss) == (None, 1.4)
+    assert abs(r.step_time_s - 0.184) < 1e-9
+    r = run(["iter 20 | batch: 0.9 s | loss 2.5"])
+    assert (r.step, r.step_time_s) == (20, 0.9)
+
+
+def test_an_epoch_line_after_its_finished_bar_is_the_epochs_report() -> None:
+    lines = []
+    for e in (1, 2):
+        lines += [
+            f"train: 100%|##########| 64/64 [01:00<00:00,  1.07it/s, loss_tr=0.{9 - e}]",
+            "valid: 100%|##########| 20/20 [00:09<00:00,  2.20it/s]",
+            f"trainer - epoch {e}, lr 3.0e-04 - train loss 0.{9 - e} - dev loss 1.{e}, dev WER 21.{e}",
+        ]
+    r = run(lines)
+    assert r.last_progress_line == lines[-3]
+    assert (r.step, r.total_steps, r.loss) == (64, 64, 0.7)
+    assert abs(r.step_time_s - 1 / 1.07) < 1e-9
+
+
+def test_a_bar_without_the_loss_of_the_training_bars_is_another_loop() -> None:
+    lines = [
+        "ep3: 100%|#####| 300/300 [02:00<00:00,  2.50it/s, loss=0.33]",
+        "100%|#####| 40/40 [00:10<00:00,  4.00it/s]",
+    ]
+    r = run(lines)
+    assert r.last_progress_line == lines[0]
+    assert (r.step, r.loss) == (300, 0.33)
+    # training bars that print no loss: a later bar counting to another total stays the latest
+    lines = [
+        "ep3: 100%|#####| 300/300 [02:00<00:00,  2.50it/s]",
+        "ep4:  10%|#    | 30/300 [00:12<01:48,  2.50it/s]",
+    ]
+    assert run(lines).step == 30
+
+
+def test_a_number_sign_counter_before_a_colon_counts_unless_a_stack_frame_follows() -> None:
+    lines = [
+        f"12:00:0{i} - trainer - INFO - Update #{40 + i}: lr 0.01, acc 51.0%, loss 1.{i}" for i in (1, 2)
+    ]
+    r = run(lines)
+    assert (r.step, r.loss) == (42, 1.2)
+    assert not run(
+        ["frame #7: run_loop + 0x2a (0x55aa in /opt/app/bin)", "frame #8: main + 0x10"]
+    ).has_progress
+
+
+def test_cross_entropy_is_the_loss_unless_other_loss_functions_stand_beside_it() -> None:
+    r = run([f"Step {s}: lr 0.001, accuracy 60.0%, Cross Entropy {2 - s / 100}" for s in (10, 20)])
+    assert (r.step, r.loss) == (20, 1.8)
+    # `CrossEntropy` beside `SmoothL1` and `Focal`: terms of a total the line does not print
+    r = run([f"[Epoch 3][Batch {b}] CrossEntropy={b / 1000}, SmoothL1=0.0{b}" for b in (20, 30)])
+    assert (r.step, r.loss) == (30, None)
+    r = run([f"iter {b}: focal 0.{b} giou 0.{b + 1}" for b in (20, 30)])
+    assert (r.step, r.loss) == (30, None)
