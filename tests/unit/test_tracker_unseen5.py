@@ -85,3 +85,47 @@ def test_cross_entropy_is_the_loss_unless_other_loss_functions_stand_beside_it()
     assert (r.step, r.loss) == (30, None)
     r = run([f"iter {b}: focal 0.{b} giou 0.{b + 1}" for b in (20, 30)])
     assert (r.step, r.loss) == (30, None)
+
+
+def test_a_rate_unit_written_as_the_key_before_its_value_names_that_value() -> None:
+    r = run([f"step {s} loss 2.{s} tok/s 98000 lr 3e-4" for s in (1, 2)])
+    assert (r.step, r.loss) == (2, 2.2)
+    assert r.throughput is not None and r.throughput.value == 98000
+    # a value with its rate unit after it, then the next value with its own, stays a rate
+    r = run([f"step {s} 1500 samples/s 2.5 it/s loss 0.{s}" for s in (1, 2)])
+    assert (r.step, r.loss, r.step_time_s) == (2, 0.2, 0.4)
+
+
+def test_units_done_in_the_passive_count_and_name_their_record() -> None:
+    lines = []
+    for e in (7, 8):
+        lines += [f"{e} epochs have been completed", f"mean train loss: {1 / e:.4f}", f"Dev loss {2 / e:.4f}"]
+        lines += ["Model written to ./ckpt/best.pt", ""]
+    r = run(lines[:-3])
+    assert (r.step, r.loss, r.last_progress_line) == (8, 0.125, "8 epochs have been completed")
+    # a report of the whole run in the same words is not a count of the loop
+    r = run(["iter 40 loss 0.5", "iter 50 loss 0.4", "50 iterations completed in 0.3 hours."])
+    assert (r.step, r.last_progress_line) == (50, "iter 50 loss 0.4")
+
+
+def test_a_single_digit_counter_before_words_is_not_a_stage_when_it_counts_units_done() -> None:
+    r = run(["2 steps have finished", "running loss = 0.85", "3 steps have finished", "running loss = 0.75"])
+    assert (r.step, r.loss) == (3, 0.75)
+    assert run(["Step 3: load the data", "Step 4: build the model"]).has_progress is False
+    assert run(["Step 13: load the data", "Step 14: build the model"]).has_progress is False
+
+
+def test_a_global_count_outranks_a_stage_count_of_the_same_noun() -> None:
+    lines = [
+        f"cycle 2 | inner iteration: {u - 500} | global iterations: {u} | sum_loss 0.0{u // 100}"
+        for u in (600, 650)
+    ]
+    assert run(lines).step == 650
+
+
+def test_a_line_cut_inside_its_last_number_is_named_as_the_file_has_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "run.log"
+    log.write_text("warming up\n 40/900 [=>....] - ETA: 3:00 - acc: 0.5 - loss: 0.0371")  # no line end yet
+    r = MetricTracker().track_file(log)
+    assert (r.step, r.loss) == (40, None)  # the last number may still be growing
+    assert r.last_progress_line == " 40/900 [=>....] - ETA: 3:00 - acc: 0.5 - loss: 0.0371"

@@ -248,7 +248,8 @@ def _counter_role(words: list[str]) -> tuple[str, int] | None:
         return None
     n = nouns[0]
     if all(w in lex.counter_modifiers or (w == "total" and i > n) for i, w in enumerate(words) if i != n):
-        return "step", 3
+        # `Global Iteration` beside `Stage Iteration`: the run's own count outranks the others
+        return "step", -1 if "global" in words else 3
     return None
 
 

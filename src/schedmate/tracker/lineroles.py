@@ -51,7 +51,7 @@ _BARE_DURATION = re.compile(
     r"(?:^|[|,;])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|sec|secs|seconds)\s*(?:$|[|,;])"
 )
 _KEY_BEFORE_RECORD = re.compile(r"([^\W\d][\w./\-]{0,60})['\"]?\s*[:=]\s*[\[{]")
-_FIRST_VALUE = re.compile(r"\d")
+_FIRST_VALUE = re.compile(r"\d+(?:\.\d+)?")  # (the whole number: `12 epochs` leaves no digit behind)
 _AVERAGE_RANK = 4  # the lexicon ranks a loss named as an average (`avg_loss`, `mean_loss`) 4
 _KEY_WITHOUT_VALUE = re.compile(r"\w:\s*$")
 _STANDALONE_NUMBER = re.compile(r"(?<!\w)\d")  # not the digit of a name (`gpt2`, `v2`)
@@ -104,7 +104,13 @@ def finish_line(c: Candidates, body: str) -> None:
             c.put("step_time", c.generic_time[0], c.generic_time[1])
     if c.phase_times:
         _whole_step_time(c)
-    if not c.is_bar and set(v) <= {"step", "epoch"} and not c.total_epochs and not c.n_other_keys:
+    if (
+        not c.is_bar
+        and set(v) <= {"step", "epoch"}
+        and not c.total_epochs
+        and not c.n_other_keys
+        and not c.units_done
+    ):
         first = _FIRST_VALUE.search(c.rest)
         after = c.rest[first.end() :] if first is not None else c.rest
         c.stage_label = c.prose or (

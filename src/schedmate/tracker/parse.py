@@ -153,6 +153,9 @@ _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
 _SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*(?:\([^)]{0,24}\))?\s*:")  # `valid (2.1 sec):`
+# `loss 2.1 tok/s 120000`: a key's value, then a rate unit that names the next value
+_NUMBER_NEXT = re.compile(r"\s+[-+]?\.?\d")
+_KEY_BEFORE = re.compile(r"(?<![\w.])[^\W\d][\w./-]*\s+$")
 # `16.8 (graph/s)`: a value with its rate unit in parentheses
 _PAREN_RATE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*\((?P<u>[A-Za-z]+/(?:s|sec))\)")
 _PER = re.compile(
@@ -519,9 +522,13 @@ _NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]{0,60}\s*[:=]\s*(?:n/a|na|none|null
 
 @lru_cache(maxsize=1)
 def _units_done() -> re.Pattern[str]:
-    """`Finished 3 epochs`, `completed 500 steps`: units done so far."""
+    """`Finished 3 epochs`, `completed 500 steps`, `3 epochs have finished`: units done so far
+    (not a report's `300 epochs completed in 1.9 hours`)."""
+    units = r"(?P<u>epochs?|steps?|iterations?|iters?|updates?)"
     return re.compile(
-        rf"\b(?:{done_words()})\s+(?P<n>\d+)\s+(?P<u>epochs?|steps?|iterations?|iters?|updates?)\b", re.I
+        rf"\b(?:{done_words()})\s+(?P<n>\d+)\s+{units}\b"
+        rf"|^\W*(?P<n2>\d+)\s+{units.replace('?P<u>', '?P<u2>')}\s+(?:have|has)\s+(?:been\s+)?(?:{done_words()})\b",
+        re.I,
     )
 
 
@@ -595,6 +602,8 @@ def parse_line(text: str) -> Candidates:
         body = _blank(body, [r_.span()])
     spans = []
     for r in _RATE.finditer(body) if _RATE_UNIT.search(body) else ():
+        if _NUMBER_NEXT.match(body, r.end()) and _KEY_BEFORE.search(body, 0, r.start()):
+            continue  # `loss 2.1 tok/s 120000`: a key's value, then a rate unit naming the next key
         val = to_float(r["v"])
         if val is not None:
             apply_rate(c, val, r["u"], 1)
@@ -657,11 +666,12 @@ def parse_line(text: str) -> Candidates:
         and "epoch" not in c.values
         and (done := _units_done().search(body)) is not None
     ):
-        n = float(done["n"])  # `Finished 3 epochs`, `completed 500 steps`: units done so far
-        role = "epoch" if done["u"].lower().startswith("epoch") else "step"
+        n = float(done["n"] or done["n2"])  # `Finished 3 epochs`, `completed 500 steps`: units done so far
+        role = "epoch" if (done["u"] or done["u2"]).lower().startswith("epoch") else "step"
         c.put(role, 6, n)
         c.first_role = c.first_role or role
         c.n_metrics += 1
+        c.units_done = True
     if "step" not in c.values and "loss" not in c.values and (pair := _COUNTER_CURRENT_AVG.match(body)):
         # `50: 595.3, 600.6 avg, ...`: a counter, then a value and its running average (the
         # `current (average)` pair written as `current, average avg`): the current loss

@@ -217,6 +217,8 @@ def summarize(
         train = [(s, bar) for s, bar in train if _stream(s) not in skipped]
     record, anchor = _record(samples, train, anchor)
     step = anchor.step if anchor else None
+    if anchor is not None and last.step is None and any(s is anchor for s, _ in record):
+        last = anchor  # lines continuing a record after its counter line: the counter line names it
 
     values: dict[str, object] = {}
     sources: dict[str, ProgressSample] = {}

@@ -257,8 +257,11 @@ class MetricTracker:
     def _track_window(
         self, file: str, lines: list[str], *, whole: bool, cut_last: bool = False
     ) -> TrackResult:
+        whole_last = None
         if cut_last and lines:
             kept = _without_cut_value(lines[-1], lines[:-1])
+            if kept != lines[-1] and not _lost_counter(lines[-1], kept, lines[:-1]):
+                whole_last = (kept, lines[-1])
             lines = lines[:-1] if _lost_counter(lines[-1], kept, lines[:-1]) else [*lines[:-1], kept]
         first_no = 1 if whole else 0
         samples, batch_size, config_total = self._samples(lines, first_line_no=first_no, llm=False)
@@ -276,7 +279,7 @@ class MetricTracker:
         for s, _ in samples:
             if not s.is_eval:
                 events.extend(det.observe(s))
-        return summarize(
+        result = summarize(
             file,
             samples,
             config_total=config_total,
@@ -284,6 +287,11 @@ class MetricTracker:
             events=events,
             eta_window=self.settings.eta_window,
         )
+        if whole_last is not None and result.last_progress_line == whole_last[0]:
+            # the values of a line that may be cut are read without its last number, but the
+            # line is named as the file has it
+            result = replace(result, last_progress_line=whole_last[1])
+        return result
 
     def _samples(
         self, lines: list[str], first_line_no: int, *, llm: bool

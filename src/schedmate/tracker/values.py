@@ -55,6 +55,7 @@ class Candidates:
     bar_count: tuple[float, float] | None = None  # a bar's n/total, when its description counts them too
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
+    units_done: bool = False  # `3 epochs have finished`: the count of units done so far
     rest: str = ""
 
     def put(self, name: str, rank: int, value: float) -> None:
