@@ -298,3 +298,43 @@ def test_whatif_window_applies_to_the_comparison_and_at_refuses_several_policies
         r = invoke(*base, "--at", "0.01", *extra)
         assert r.exit_code == 2, r.output
         assert "predicts under one policy" in r.output or "--scale compares" in r.output
+
+
+def test_a_job_id_given_twice_is_refused_naming_it(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_s,duration_s,gpus\nj1,0,10,1\nj2,5,10,1\nj1,9,10,1\nj2,9,1,1\n")
+    with pytest.raises(
+        InputError, match=r"t.csv: job id 'j1' appears more than once \(and 1 more repeated rows\)"
+    ):
+        load_trace(trace, "native")
+    res = invoke("simulate", "--trace", str(trace), "--policy", "fifo", "--cluster", "4")
+    assert res.exit_code == 2
+    assert "job ids must be unique" in res.output and "Traceback" not in res.output
+    trace.write_text("job_id,submit_s,duration_s,gpus\nj1,0,10,1\nj2,5,10,1\n")
+    assert [j.job_id for j in load_trace(trace, "native")] == ["j1", "j2"]
+
+
+def test_the_per_vc_breakdown_lists_every_vc_also_one_that_served_no_job(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_s,duration_s,gpus,vc\nj1,0,10,1,east\nj2,5,10,1,east\nj3,9,10,6,west\n")
+    res = invoke(
+        "simulate",
+        "--trace",
+        str(trace),
+        "--policy",
+        "fifo",
+        "--cluster",
+        "east=2,west=4,idle=8",
+        "--per-vc",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    rec = _strict_json(res.stdout.strip().splitlines()[-1])
+    per_vc = rec["per_vc"]
+    assert isinstance(per_vc, dict)
+    got = {vc: (m["n_jobs"], m["unschedulable"], m["avg_jct_s"]) for vc, m in per_vc.items()}
+    assert got == {"east": (2, 0, 10.0), "west": (0, 1, None), "idle": (0, 0, None)}
+    table = invoke(
+        "simulate", "--trace", str(trace), "--policy", "fifo", "--cluster", "east=2,west=4,idle=8", "--per-vc"
+    )
+    assert table.exit_code == 0 and "idle" in table.output and "too large" in table.output

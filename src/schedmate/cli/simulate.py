@@ -82,17 +82,19 @@ def _record(rep: SimulationReport, run: PolicyRun, per_vc: bool, failures: bool)
 
 def _per_vc_table(title: str, run: PolicyRun) -> Table:
     t = Table(title=title)
-    for col in ("VC", "GPUs", "jobs", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
+    for col in ("VC", "GPUs", "jobs", "too large", "avg JCT", "p99 JCT", "avg queue", "GPU util"):
         t.add_column(col, justify="left" if col == "VC" else "right")
     for vc, m in run.per_vc.items():
+        served = m.n_jobs > 0
         t.add_row(
             vc,
             f"{run.vc_capacity.get(vc, 0):,}",
             f"{m.n_jobs:,}",
-            f"{m.avg_jct_s:,.0f} s",
-            f"{m.p99_jct_s:,.0f} s",
-            f"{m.avg_queue_s:,.0f} s",
-            f"{m.gpu_util:.1%}",
+            f"{m.unschedulable:,}",
+            f"{m.avg_jct_s:,.0f} s" if served else "-",
+            f"{m.p99_jct_s:,.0f} s" if served else "-",
+            f"{m.avg_queue_s:,.0f} s" if served else "-",
+            f"{m.gpu_util:.1%}" if served else "-",
         )
     return t
 

@@ -82,10 +82,18 @@ def summarize_sim(res: SimResult) -> tuple[Metrics, dict[str, Metrics]]:
     if overall.makespan_s > 0 and res.capacity:
         overall = replace(overall, stranded_frac=res.stranded_gpu_s / (res.capacity * overall.makespan_s))
     per_vc: dict[str, Metrics] = {}
-    by_vc: dict[str, list[JobState]] = {}
+    # every VC of the cluster and of the trace, also one that served no job (all of its jobs
+    # too large for it, or none submitted): its row says so instead of being left out
+    by_vc: dict[str, list[JobState]] = {vc: [] for vc in res.vc_capacity}
     for j in done:
         by_vc.setdefault(j.vc, []).append(j)
+    too_large: dict[str, int] = {}
+    if res.unschedulable:
+        for j in res.jobs:
+            if j.end < 0 and j.gpus > res.vc_capacity.get(j.vc, 0):
+                too_large[j.vc] = too_large.get(j.vc, 0) + 1
+                by_vc.setdefault(j.vc, [])
     for vc, js in sorted(by_vc.items()):
         busy = sum(j.duration * j.gpus for j in js)  # GPU-seconds of work the VC served
-        per_vc[vc] = _stats(res.policy, js, res.vc_capacity.get(vc, 0), busy, 0)
+        per_vc[vc] = _stats(res.policy, js, res.vc_capacity.get(vc, 0), busy, too_large.get(vc, 0))
     return overall, per_vc

@@ -408,12 +408,26 @@ def load_trace(path: str | Path, fmt: str, *, limit: int | None = None) -> list[
         rows = sorted(reader(p), key=itemgetter(1))  # stable: equal submits keep the trace's order
         if not rows:
             raise InputError(f"{p}: no jobs")
+        _unique_ids(p, rows)
         if limit is not None:
             rows = rows[:limit]
         t0 = rows[0][1]
         if t0 == 0:
             return [TraceJob(*r) for r in rows]
         return [TraceJob(i, s - t0, d, g, vc, u, n, sh, f) for i, s, d, g, vc, u, n, sh, f in rows]
+
+
+def _unique_ids(path: Path, rows: list[_Row]) -> None:
+    """A job id names one job: per-job results and what-if answers are keyed by it."""
+    seen: set[str] = set()
+    for job_id, *_ in rows:
+        if job_id in seen:
+            n = len(rows) - len({r[0] for r in rows})
+            more = f" (and {n - 1:,} more repeated rows)" if n > 1 else ""
+            raise InputError(
+                f"{path}: job id '{job_id[:80]}' appears more than once{more}: job ids must be unique"
+            )
+        seen.add(job_id)
 
 
 def synthetic_trace(
