@@ -338,3 +338,26 @@ def test_the_per_vc_breakdown_lists_every_vc_also_one_that_served_no_job(tmp_pat
         "simulate", "--trace", str(trace), "--policy", "fifo", "--cluster", "east=2,west=4,idle=8", "--per-vc"
     )
     assert table.exit_code == 0 and "idle" in table.output and "too large" in table.output
+
+
+def test_whatif_compares_sizes_with_the_semantics_simulate_uses(tmp_path: Path) -> None:
+    from schedmate.sim import synthetic_trace
+
+    trace = tmp_path / "syn.csv"
+    rows = [f"{j.job_id},{j.submit_s},{j.duration_s},{j.gpus},{j.vc}" for j in synthetic_trace(300, seed=3)]
+    trace.write_text("job_id,submit_s,duration_s,gpus,vc\n" + "\n".join(rows) + "\n")
+    args = ["--trace", str(trace), "--policy", "fifo,sjf", "--cluster", "a=16,b=16", "--json"]
+
+    def avg_jct(*extra: str, env: dict[str, str] | None = None) -> list[float]:
+        res = CliRunner().invoke(app, [*extra, *args], env=env or {})
+        assert res.exit_code == 0, res.output
+        return [
+            float(_strict_json(x)["avg_jct_s"]) for x in res.stdout.strip().splitlines() if x.startswith("{")
+        ]  # type: ignore[arg-type]
+
+    lucid = avg_jct("simulate", "--semantics", "lucid")
+    assert lucid != avg_jct("simulate")  # the presets differ on this trace
+    # the config's semantics (and the lucid preset's node placement) reach the comparison too
+    assert avg_jct("whatif", env={"SCHEDMATE_SIM__SEMANTICS": "lucid"}) == lucid
+    assert avg_jct("whatif", "--semantics", "lucid") == lucid
+    assert avg_jct("whatif") == avg_jct("simulate")

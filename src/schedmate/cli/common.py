@@ -88,3 +88,11 @@ def friendly_errors(fn: F) -> F:
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def sim_semantics(ctx: typer.Context, semantics: str | None, placement: str | None) -> tuple[str, str]:
+    """The simulator's semantics (the option, else the config's `sim.semantics`) and placement
+    (the option, else nodes for the `lucid` preset and a pool otherwise): `simulate` and
+    `whatif` replay a trace the same way."""
+    sem = semantics if semantics is not None else settings_of(ctx).sim.semantics
+    return sem, placement or ("node" if sem.split(",")[0].strip() == "lucid" else "pool")

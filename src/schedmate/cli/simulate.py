@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, err_console, friendly_errors, settings_of
+from schedmate.cli.common import console, err_console, friendly_errors, sim_semantics
 from schedmate.core.errors import InputError
 from schedmate.core.types import SCHEMA_VERSION
 
@@ -222,8 +222,7 @@ def simulate(
     """Discrete-event simulation of a trace under classic and semantic policies."""
     from schedmate.sdk.sim import simulate as sdk_simulate
 
-    sem = semantics if semantics is not None else settings_of(ctx).sim.semantics
-    place = placement or ("node" if sem.split(",")[0].strip() == "lucid" else "pool")
+    sem, place = sim_semantics(ctx, semantics, placement)
     names = [p.strip() for p in policy.split(",") if p.strip()]
 
     def on_start(name: str, n: int) -> None:

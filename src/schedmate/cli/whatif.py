@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, err_console, friendly_errors, settings_of
+from schedmate.cli.common import console, err_console, friendly_errors, settings_of, sim_semantics
 from schedmate.core.errors import InputError
 from schedmate.core.types import SCHEMA_VERSION
 
@@ -77,9 +77,14 @@ def whatif(
         bool, typer.Option("--no-arrivals", help="Predict without future arrivals (--at).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
-    placement: Annotated[str, typer.Option(help="Placement: pool | node.")] = "pool",
+    placement: Annotated[
+        str | None, typer.Option(help="Placement: pool | node. Default pool; node with --semantics lucid.")
+    ] = None,
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (node placement).")] = 8,
-    semantics: Annotated[str, typer.Option(help="Policy semantics (see simulate --help).")] = "default",
+    semantics: Annotated[
+        str | None,
+        typer.Option(help="Policy semantics (see simulate --help). Else the config's sim.semantics."),
+    ] = None,
 ) -> None:
     """Start-time prediction from a snapshot (a trace cut with --at, or the live queue with
     --live), or a policy x cluster-size comparison."""
@@ -103,6 +108,7 @@ def whatif(
     if not 1 <= samples <= 1000:
         raise InputError(f"--samples must be 1..1000, got {samples}")
     window_s = window_hours * 3600 if window_hours is not None else None
+    sem, place = sim_semantics(ctx, semantics, placement)
     if at_hours is not None:
         names = _one_policy(policy, "--at")
         if scale.strip() != "1":
@@ -118,8 +124,8 @@ def whatif(
             window_s=window_s,
             samples=samples,
             arrivals=not no_arrivals,
-            semantics=semantics,
-            placement=placement,
+            semantics=sem,
+            placement=place,
             gpus_per_node=gpus_per_node,
         )
         _print_predictions(tp, as_json)
@@ -140,9 +146,9 @@ def whatif(
             names,
             cluster=cluster,
             estimator=estimator,
-            placement=placement,
+            placement=place,
             gpus_per_node=gpus_per_node,
-            semantics=semantics,
+            semantics=sem,
             scale=f,
             window_s=window_s,
         )
