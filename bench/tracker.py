@@ -187,7 +187,16 @@ def throughput(tmp: Path, embedder: str) -> dict:
     dt = time.perf_counter() - t0
     n = sum(counts.values())
     path.unlink()
+    # `track` on a log of millions of short lines with no progress at all (every window read):
+    # session 9's break test found 115k lines/s here; each line is looked at, repeats cheaply
+    short = tmp / "short_3m.log"
+    short.write_text("ok\n" * 1_000_000 + "\r" * 2_000_000)
+    t0 = time.perf_counter()
+    MetricTracker(TrackerSettings(use_llm=False), classifier=clf).track_file(short)
+    short_s = time.perf_counter() - t0
+    short.unlink()
     return {
+        "short_lines_track_lines_per_s": 3_000_000 / short_s,
         "lines": n,
         "seconds": dt,
         "lines_per_s": n / dt,
@@ -327,6 +336,14 @@ def main() -> int:
                 f"{thr['lines_per_s_including_model_load']:,.0f} l/s",
                 "",
                 True,
+            )
+        )
+        lines.append(
+            (
+                "track, 3M short lines without progress",
+                f"{thr['short_lines_track_lines_per_s']:,.0f} l/s",
+                ">= 200,000",
+                thr["short_lines_track_lines_per_s"] >= 200_000,
             )
         )
     if mem and "error" not in mem:

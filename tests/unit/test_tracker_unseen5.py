@@ -129,3 +129,18 @@ def test_a_line_cut_inside_its_last_number_is_named_as_the_file_has_it(tmp_path)
     r = MetricTracker().track_file(log)
     assert (r.step, r.loss) == (40, None)  # the last number may still be growing
     assert r.last_progress_line == " 40/900 [=>....] - ETA: 3:00 - acc: 0.5 - loss: 0.0371"
+
+
+def test_repeated_lines_without_progress_change_nothing_and_cost_little(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # a heading repeated keeps its section; a table header repeated keeps its table
+    lines = ["it 10 loss 0.5 time 0.2s", "it 20 loss 0.4 time 0.2s"]
+    lines += ["Running evaluation ..."] * 3 + ["it 5 loss 0.9 time 0.1s"]
+    r = run(lines)
+    assert (r.step, r.loss) == (20, 0.4)
+    r = run(["epoch  loss  acc", "epoch  loss  acc", "1  0.50  0.7", "2  0.40  0.8"])
+    assert (r.step, r.loss) == (2, 0.4)
+    # a log of a million short lines after its progress: every window of them is read
+    log = tmp_path / "run.log"
+    log.write_text("step 7 | loss 0.25 | 0.5 s/it\n" + "ok\n" * 600_000 + "\r" * 600_000)
+    r = MetricTracker().track_file(log)
+    assert (r.step, r.loss, r.step_time_s) == (7, 0.25, 0.5)

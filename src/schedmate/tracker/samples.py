@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
+from functools import lru_cache
 
 from schedmate.core.types import ProgressSample, Throughput
 from schedmate.tracker.fields import field_for_key, lexicon, normalise_key, split_camel
@@ -201,6 +202,37 @@ def _cells(text: str) -> tuple[str, list[str]] | None:
 _ROW_NOTE = re.compile(r"^(\S+)\s+[^\w\s\d]*\s*[^\W\d][\w ]{0,20}\W*$")
 
 
+@lru_cache(maxsize=4096)
+def _header_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...] | None, str | None] | None:
+    """A table header's keys, its column names split at gaps (when they differ from the keys)
+    and its delimiter (None: whitespace-aligned); None when the line is no header. From the
+    text alone, so a line repeated a million times is read once."""
+    cells = _cells(text)
+    if cells is not None:
+        delim, names = cells
+        if 2 <= len(names) <= 30 and all(_CELL_NAME.match(n) for n in names):
+            keys = [normalise_key(split_camel(n)) for n in names]  # `NumIters` is `num iters`
+            if any(field_for_key(k) is not None for k in keys):
+                return tuple(keys), None, delim
+        return None
+    toks = text.split()
+    if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
+        keys = [normalise_key(t) for t in toks]
+        cols = [normalise_key(t) for t in _COLUMN_GAP.split(text.strip())]
+        if any(field_for_key(k) is not None for k in keys + cols):
+            return tuple(keys), (tuple(cols) if len(cols) != len(keys) else None), None
+    names = (
+        _gap_cells(text) if "  " in text.strip() and not _DIGIT.search(_TRAILING_SOURCE.sub("", text)) else []
+    )
+    if 2 <= len(names) <= 20 and all(_CELL_NAME.match(n) for n in names):
+        # columns named in words, with a quantity or unit in parentheses (`Iteration (% of run)`,
+        # `Iter Time (ms)`), their rows' cells numbers with units (`41.3 ms`): the gaps align them
+        keys = [_gap_key(n) for n in names]
+        if any(field_for_key(k) is not None for k in keys):
+            return tuple(keys), None, _GAPS
+    return None
+
+
 class TableReader:
     """Tables printed as a header line followed by numeric rows: whitespace-aligned (TSV
     logs, YOLO tables), pipe-bordered (`| epoch | loss |`) or comma/semicolon-separated."""
@@ -212,37 +244,12 @@ class TableReader:
         self.header_text: str | None = None  # the line taken as the header last (not a heading)
 
     def offer_header(self, text: str) -> bool:
-        cells = _cells(text)
-        if cells is not None:
-            delim, names = cells
-            if 2 <= len(names) <= 30 and all(_CELL_NAME.match(n) for n in names):
-                keys = [normalise_key(split_camel(n)) for n in names]  # `NumIters` is `num iters`
-                if any(field_for_key(k) is not None for k in keys):
-                    self.header, self.columns, self.delim = keys, None, delim
-                    return True
+        got = _header_of(text)
+        if got is None:
             return False
-        toks = text.split()
-        if 2 <= len(toks) <= 20 and all(_HEADER_TOKEN.match(t) for t in toks):
-            keys = [normalise_key(t) for t in toks]
-            cols = [normalise_key(t) for t in _COLUMN_GAP.split(text.strip())]
-            if any(field_for_key(k) is not None for k in keys + cols):
-                self.header = keys
-                self.columns = cols if len(cols) != len(keys) else None
-                self.delim = None
-                return True
-        names = (
-            _gap_cells(text)
-            if "  " in text.strip() and not _DIGIT.search(_TRAILING_SOURCE.sub("", text))
-            else []
-        )
-        if 2 <= len(names) <= 20 and all(_CELL_NAME.match(n) for n in names):
-            # columns named in words, with a quantity or unit in parentheses (`Iteration (% of run)`,
-            # `Iter Time (ms)`), their rows' cells numbers with units (`41.3 ms`): the gaps align them
-            keys = [_gap_key(n) for n in names]
-            if any(field_for_key(k) is not None for k in keys):
-                self.header, self.columns, self.delim = keys, None, _GAPS
-                return True
-        return False
+        keys, columns, self.delim = got
+        self.header, self.columns = list(keys), None if columns is None else list(columns)
+        return True
 
     def row(self, line_no: int, text: str) -> ProgressSample | None:
         if self.header is None:

@@ -92,33 +92,15 @@ class Sections:
         """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
         if len(text) > 160:
             return None
-        text = _LOG_PREFIX.sub("", strip_timestamps(text))
-        text = _ASIDE.sub("", text)  # `Evaluating (samples: 200, batches: 25)...`: the heading's details
-        if _NOT_HEADING.search(text) or _ENDS_IN_DECIMAL.search(text):
-            return None  # settings, paths, `key: value` and `Eval time 41.2` lines are not headings
-        low = text.lower()
-        words = _WORD.findall(low)
-        if not words or len(words) > self.max_words:
+        summary, in_eval, heading = _heading(text)
+        if summary is not None:
+            self.summary_block = summary
+        if in_eval is not None:
+            self.in_eval = in_eval
+        if heading is None:
             return None
-        lex = lexicon()
-        if text.rstrip().endswith(":") and not any(c.isdigit() for c in text):
-            # `this epoch:` / `Averaged stats:`: the step-less lines under it summarise
-            self.summary_block = "epoch" in words or any(w in lex.summary_words for w in words)
-        elif not any(c.isdigit() for c in text) and ("metrics" in words or "results" in words):
-            self.summary_block = True  # `***** train metrics *****`: a report follows
-        if (
-            any(w in lex.eval_headings for w in words[:3])
-            or any(w in low for w in lex.eval_headings if not w.isascii())
-            or (len(words) == 1 and words[0] in lex.eval_words)  # a split's name alone: `valid`, `== Dev ==`
-        ):
-            self.in_eval = True
-            self.fresh_seen.clear()
-            return ProgressSample(line_no=line_no, text=text, is_eval=True)
-        if any(w in lex.train_words for w in words[:3]) or any(
-            w in low for w in lex.train_words if not w.isascii()
-        ):
-            self.in_eval = False
-        return None
+        self.fresh_seen.clear()
+        return ProgressSample(line_no=line_no, text=heading, is_eval=True)
 
     def mark(self, s: ProgressSample) -> ProgressSample:
         """The sample as training or evaluation, given the section it is in."""
@@ -151,6 +133,48 @@ class Sections:
         if pos is not None or key not in self.last_pos:
             self.last_pos[key] = pos
         return s
+
+
+@lru_cache(maxsize=4096)
+def _heading(text: str) -> tuple[bool | None, bool | None, str | None]:
+    """What a line without a sample says about sections, from its text alone (a log repeats
+    such lines by the million): (summary block starts or not, evaluation section opens or
+    closes, the evaluation heading's text); None where it says nothing."""
+    text = _LOG_PREFIX.sub("", strip_timestamps(text))
+    text = _ASIDE.sub("", text)  # `Evaluating (samples: 200, batches: 25)...`: the heading's details
+    if _NOT_HEADING.search(text) or _ENDS_IN_DECIMAL.search(text):
+        return None, None, None  # settings, paths, `key: value` and `Eval time 41.2` lines are not headings
+    low = text.lower()
+    words = _WORD.findall(low)
+    if not words or len(words) > Sections.max_words:
+        return None, None, None
+    lex = lexicon()
+    summary = None
+    if text.rstrip().endswith(":") and not any(c.isdigit() for c in text):
+        # `this epoch:` / `Averaged stats:`: the step-less lines under it summarise
+        summary = "epoch" in words or any(w in lex.summary_words for w in words)
+    elif not any(c.isdigit() for c in text) and ("metrics" in words or "results" in words):
+        summary = True  # `***** train metrics *****`: a report follows
+    eval_cjk, train_cjk = _non_ascii_words()
+    if (
+        any(w in lex.eval_headings for w in words[:3])
+        or any(w in low for w in eval_cjk)
+        or (len(words) == 1 and words[0] in lex.eval_words)  # a split's name alone: `valid`, `== Dev ==`
+    ):
+        return summary, True, text
+    if any(w in lex.train_words for w in words[:3]) or any(w in low for w in train_cjk):
+        return summary, False, None
+    return summary, None, None
+
+
+@lru_cache(maxsize=1)
+def _non_ascii_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Heading and training words of scripts without spaces between words (found anywhere)."""
+    lex = lexicon()
+    return (
+        tuple(w for w in lex.eval_headings if not w.isascii()),
+        tuple(w for w in lex.train_words if not w.isascii()),
+    )
 
 
 def _says_training(text: str) -> bool:

@@ -42,6 +42,11 @@ _CONFIG_TOTAL = re.compile(
 )
 
 
+# a window of short lines holds far more of them than its bytes suggest (a Python string and
+# its entries in the tracker's lists cost ~150 bytes a line): a window ends at this many lines too
+_WINDOW_LINES = 200_000
+
+
 def _unterminated(path: Path) -> bool:
     """The log's last line has no line break yet (a line being written, or a cut paste)."""
     try:
@@ -157,7 +162,7 @@ class MetricTracker:
         for text in iter_lines_reverse(p, max_line_chars=cfg.max_line_bytes):
             window.append(text)
             size += len(text) + 1
-            if size >= cfg.tail_bytes:
+            if size >= cfg.tail_bytes or len(window) >= _WINDOW_LINES:
                 result = self._track_window(str(path), window[::-1], whole=False, cut_last=cut)
                 if result.has_progress:
                     reached_start = False
@@ -316,14 +321,19 @@ class MetricTracker:
         config_total: int | None = None
         sections = Sections()
         kv = KeyValueTable()
+        quiet = None  # the last line, when it was no progress and gave nothing
         for i in range(first, len(lines)):
             text, kind = lines[i], kinds[i]
+            if text == quiet:
+                continue  # the same line again says nothing new (logs repeat lines by the million)
             no = first_line_no + i if first_line_no else 0
             if kv.offer(no, text):
+                quiet = None
                 continue
             if (done := kv.flush()) is not None:
                 samples.append((sections.mark(done), False))
             got = self._line_samples(table, no, text, kind, llm=llm, prev=lines[i - 1] if i else "")
+            quiet = text if not got and kind is not LineKind.PROGRESS else None
             for s, bar, bs in got:
                 samples.append((sections.mark(s), bar))
                 batch_size = bs or batch_size
