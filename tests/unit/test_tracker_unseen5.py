@@ -80,8 +80,8 @@ def test_a_number_sign_counter_before_a_colon_counts_unless_a_stack_frame_follow
 def test_cross_entropy_is_the_loss_unless_other_loss_functions_stand_beside_it() -> None:
     r = run([f"Step {s}: lr 0.001, accuracy 60.0%, Cross Entropy {2 - s / 100}" for s in (10, 20)])
     assert (r.step, r.loss) == (20, 1.8)
-    # `CrossEntropy` beside `SmoothL1` and `Focal`: terms of a total the line does not print
-    r = run([f"[Epoch 3][Batch {b}] CrossEntropy={b / 1000}, SmoothL1=0.0{b}" for b in (20, 30)])
+    # a cross-entropy beside a smooth-L1 term: terms of a total the line does not print
+    r = run([f"[ep 3 | it {b}] cross-entropy: {b / 1000}; smooth_l1: 0.0{b}" for b in (20, 30)])
     assert (r.step, r.loss) == (30, None)
     r = run([f"iter {b}: focal 0.{b} giou 0.{b + 1}" for b in (20, 30)])
     assert (r.step, r.loss) == (30, None)

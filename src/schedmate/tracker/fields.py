@@ -223,7 +223,7 @@ def field_for_key(key: str) -> tuple[str, int] | None:
     if _RATE_KEY.search(key):
         return "step_rate", 2
     if key in lexicon().loss_function_names:
-        return "loss_component", 9  # `SmoothL1=0.1`: a term of the loss, named by its function
+        return "loss_component", 9  # `smooth_l1=0.1`: a term of the loss, named by its function
     words = key_words(key)
     return _loss_role(words) or _set_metric_role(words) or _counter_role(words) or _time_role(words)
 
@@ -248,7 +248,7 @@ def _counter_role(words: list[str]) -> tuple[str, int] | None:
         return None
     n = nouns[0]
     if all(w in lex.counter_modifiers or (w == "total" and i > n) for i, w in enumerate(words) if i != n):
-        # `Global Iteration` beside `Stage Iteration`: the run's own count outranks the others
+        # `global iterations` beside `inner iteration`: the run's own count outranks the others
         return "step", -1 if "global" in words else 3
     return None
 

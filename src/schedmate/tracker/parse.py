@@ -522,8 +522,8 @@ _NOT_AVAILABLE = re.compile(r"[^\W\d][\w./\-]{0,60}\s*[:=]\s*(?:n/a|na|none|null
 
 @lru_cache(maxsize=1)
 def _units_done() -> re.Pattern[str]:
-    """`Finished 3 epochs`, `completed 500 steps`, `3 epochs have finished`: units done so far
-    (not a report's `300 epochs completed in 1.9 hours`)."""
+    """`Finished 3 epochs`, `completed 500 steps`, `8 epochs have been completed`: units done
+    so far (not a report's `50 iterations completed in 0.3 hours`)."""
     units = r"(?P<u>epochs?|steps?|iterations?|iters?|updates?)"
     return re.compile(
         rf"\b(?:{done_words()})\s+(?P<n>\d+)\s+{units}\b"
@@ -687,7 +687,7 @@ def parse_line(text: str) -> Candidates:
             c.is_eval = c.eval_context = True
     step, total = c.get("step"), c.get("total_steps")
     if step is not None and total is not None and step > 1.1 * total:
-        # `Step: 37529. Epoch: 1072/2000. Iteration: 10/35`: a global step beside a count within
+        # `step=90412 | ep 31/90 | iter 17/50`: a global step beside a count within
         # the epoch; the epoch's total does not bound it (when both are printed, the global step)
         del c.values["total_steps"]
     elif c.bar_count is not None and total == c.bar_count[1] and step != c.bar_count[0]:

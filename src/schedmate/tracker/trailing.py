@@ -138,8 +138,8 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
         _epoch_report,
         lambda s, bar: s.epoch == last_epoch and s.step is not None and s.step != s.epoch,
     )
-    # `190/190 [03:02<00:00, train_loss=0.73]` then `epoch: 2 - train loss: 0.73 - valid loss:
-    # 1.27`: an epoch's line after the bar of its loop finished with a loss reports the epoch
+    # `64/64 [01:00<00:00, loss_tr=0.7]` then `epoch 2, lr 3e-4 - train loss 0.7 - dev loss
+    # 1.2`: an epoch's line after the bar of its loop finished with a loss reports the epoch
     # (after a bar without one, the epoch's line is where the loop's loss is printed)
     # (an evaluation bar without a loss may come between: another loop, dropped below)
     end = len(train)

@@ -55,7 +55,7 @@ class Candidates:
     bar_count: tuple[float, float] | None = None  # a bar's n/total, when its description counts them too
     prose: bool = False  # a counter named inside a sentence (`saving the model at step`)
     stage_label: bool = False  # `Step 5: start training...`: a pipeline stage, not a training step
-    units_done: bool = False  # `3 epochs have finished`: the count of units done so far
+    units_done: bool = False  # `8 epochs have been completed`: the count of units done so far
     rest: str = ""
 
     def put(self, name: str, rank: int, value: float) -> None:
@@ -336,7 +336,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         if name == "step":  # `Batch: 1.810s`: a counter noun holding a duration is its time
             name, rank = "step_time", 3
     elif name == "step" and unit in _TIME_UNITS:
-        name, rank = "step_time", 3  # `Step: 211ms` too, with the unit apart from the number
+        name, rank = "step_time", 3  # `Step: 184 ms` too, with the unit apart from the number
     if name in ("step", "total_steps") and unit in COUNT_SUFFIX:
         val *= COUNT_SUFFIX[unit]  # `step:50K`
     if name == "step" and "e" in sval.lower():
