@@ -6,13 +6,19 @@ optional: the extractor fills what it can prove and says where each value came f
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["WorkloadMetadata", "METADATA_FIELDS", "Parallelism", "render_metadata", "merge_metadata"]
 
 Parallelism = Literal["single", "ddp", "fsdp", "deepspeed", "tensor", "pipeline", "horovod", "data"]
+
+
+# no count, size or rate of a real training job comes near this (a model of 1e15 parameters,
+# 1e15 samples); a larger value would overflow the work estimates built from it
+_LARGEST = 1e15
 
 
 class WorkloadMetadata(BaseModel):
@@ -60,6 +66,35 @@ class WorkloadMetadata(BaseModel):
         None, description="python, torchrun, deepspeed, accelerate, srun, mpirun, sbatch"
     )
     entrypoint: str | None = Field(None, description="the training script, relative to the job directory")
+
+    @field_validator(
+        "param_count",
+        "dataset_size",
+        "global_batch_size",
+        "micro_batch_size",
+        "grad_accum_steps",
+        "epochs",
+        "max_steps",
+        "max_samples",
+        "seq_len",
+        "image_size",
+        "learning_rate",
+        "tensor_parallel",
+        "pipeline_parallel",
+        "n_gpus",
+        "n_nodes",
+        mode="before",
+    )
+    @classmethod
+    def _a_real_quantity(cls, v: Any) -> Any:
+        """`--epochs 1e300`, `lr: .inf`: not a job's setting but a typo or an attack; unknown."""
+        if (
+            isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and (not math.isfinite(v) or abs(v) > _LARGEST)
+        ):
+            return None
+        return v
 
     def missing(self) -> list[str]:
         """Fields still unknown (parallelism counts as unknown when empty)."""

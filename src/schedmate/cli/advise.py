@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from schedmate.cli import app
-from schedmate.cli.common import console, err_console, friendly_errors, settings_of
+from schedmate.cli.common import console, err_console, friendly_errors, settings_of, shown
 from schedmate.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -128,11 +128,11 @@ def history_stats(
 def render_advice(a: Advice) -> Table:
     from rich.table import Table
 
-    t = Table(title=f"job {a.job_id}", show_header=False, title_justify="left")
+    t = Table(title=f"job {shown(a.job_id)}", show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
     if a.error and a.p50_s is None:
-        t.add_row("error", a.error)
+        t.add_row("error", shown(a.error))
         return t
     t.add_row(
         "duration", f"{fmt_duration(a.p50_s)}  (p10 {fmt_duration(a.p10_s)}, p90 {fmt_duration(a.p90_s)})"
@@ -141,20 +141,20 @@ def render_advice(a: Advice) -> Table:
     if a.metadata is not None:
         for k, v in a.metadata.known().items():
             src = a.sources.get(k)
-            shown = (
+            value = (
                 ", ".join(map(str, v))
                 if isinstance(v, (tuple, list))
                 else f"{v:,.0f}"
                 if k == "param_count"
                 else v
             )
-            t.add_row(k, f"{shown}" + (f"  [dim]({src})[/]" if src else ""))
+            t.add_row(k, f"{shown(value)}" + (f"  [dim]({shown(src)})[/]" if src else ""))
     for j, s, d in a.neighbors:
-        t.add_row("similar", f"{j}  sim {s:.3f}  took {fmt_duration(d)}")
+        t.add_row("similar", f"{shown(j)}  sim {s:.3f}  took {fmt_duration(d)}")
     for n in a.notes:
-        t.add_row("note", n)
+        t.add_row("note", shown(n))
     if a.error:
-        t.add_row("error", a.error)
+        t.add_row("error", shown(a.error))
     return t
 
 

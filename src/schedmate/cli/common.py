@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -96,3 +97,20 @@ def sim_semantics(ctx: typer.Context, semantics: str | None, placement: str | No
     `whatif` replay a trace the same way."""
     sem = semantics if semantics is not None else settings_of(ctx).sim.semantics
     return sem, placement or ("node" if sem.split(",")[0].strip() == "lucid" else "pool")
+
+
+# terminal escape sequences (CSI `ESC[2J`, OSC `ESC]0;title BEL`, two-character ones), then any
+# other control character
+_ESCAPES = re.compile(
+    r"\x1b(?:\[[0-?]{0,64}[ -/]{0,8}[@-~]|[\]PX^_][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?|[ -~])?"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(value: object) -> str:
+    """Text from a job, a history file or code, safe to print in a table: no terminal control
+    sequences (`ESC]0;title BEL`, `ESC[2J`) and no rich markup (`[bold]`) of its own."""
+    text = str(value)
+    if "\x1b" in text:
+        text = _ESCAPES.sub("", text)
+    return escape(_CONTROL.sub("?", text))

@@ -75,7 +75,7 @@ def _throughput(records: Sequence[JobRecord]) -> dict[str, float]:
         if r.metadata is None or not r.duration_s or r.duration_s <= 0:
             continue
         w = work_units(r.metadata, r.size)
-        if w:
+        if w and math.isfinite(w) and math.isfinite(r.duration_s):
             pairs.append((w / _gpus(r.metadata, r) ** 0.5, r.duration_s))
     if len(pairs) < 3:
         return {}

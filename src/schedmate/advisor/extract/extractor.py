@@ -41,6 +41,7 @@ __all__ = ["Extraction", "StaticExtractor", "guess_entrypoint", "directory_diges
 _YACS_KEY = re.compile(r"[A-Z][A-Z0-9_]*(?:\.[A-Z][A-Z0-9_]*)+")
 _CONFIG_EXT = re.compile(r"\.(ya?ml|json|toml)$", re.I)
 _TEXT_EXT = {".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg", ".ini", ".env", ".txt", ".bash", ""}
+_CODE_EXT = {".py", ".yaml", ".yml", ".json", ".toml", ".sh", ".cfg", ".ini", ".bash"}
 _SKIP_DIRS = {
     ".git",
     "__pycache__",
@@ -136,7 +137,9 @@ def _text_files(
     for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         seen += len(dirnames) + len(filenames)
-        for fn in sorted(filenames):
+        # code and configs before other text (`notes.txt`, extension-less files), so a directory
+        # of thousands of data files does not push the training script past the bound
+        for fn in sorted(filenames, key=lambda n: (Path(n).suffix.lower() not in _CODE_EXT, n)):
             p = Path(dirpath, fn)
             if p.suffix.lower() not in _TEXT_EXT and not fn.startswith(".env"):
                 continue

@@ -48,13 +48,16 @@ def parse_time(value: Any) -> float | None:
     return dt.timestamp()
 
 
+MAX_DURATION_S = 10 * 366 * 86400.0  # ten years: a longer "duration" is a unit mix-up or a typo
+
+
 class JobLine(BaseModel):
     """One line of a history or batch file."""
 
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
     job_id: str = Field(min_length=1, max_length=256)
-    duration_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+    duration_s: float | None = Field(None, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
     submit_time: float | None = None
     status: str | None = Field(None, max_length=64)
     n_gpus: int | None = Field(None, ge=0, le=1_000_000)
@@ -70,6 +73,13 @@ class JobLine(BaseModel):
     @classmethod
     def _id_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("duration_s", "n_gpus", "n_nodes", mode="before")
+    @classmethod
+    def _not_a_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("a number, not true/false")
+        return v
 
     @field_validator("submit_time", mode="before")
     @classmethod
@@ -262,13 +272,14 @@ def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
             yield LineError(i, f"job {job['job_id']}: no elapsed time (still running or never started)")
             continue
         nodes = _num_of(job.get("allocation_nodes"))
-        yield JobRecord(
+        yield _checked(
+            i,
             job_id=str(job["job_id"]),
             duration_s=float(elapsed),
             submit_time=_num_of(t.get("submission")),
             status=str(status).lower() if status else None,
             n_gpus=_tres_gpus(job.get("tres")),
-            n_nodes=int(nodes) if nodes else None,
+            n_nodes=nodes or None,
             user=job.get("user") if isinstance(job.get("user"), str) else None,
             name=job.get("name") if isinstance(job.get("name"), str) else None,
             code_dir=job.get("working_directory") or None,
@@ -276,15 +287,26 @@ def read_sacct_json(path: str | Path) -> Iterator[JobRecord | LineError]:
         )
 
 
+def _checked(i: int, **fields: Any) -> JobRecord | LineError:
+    """A job from another format, held to the history file's rules (`JobLine`): a negative GPU
+    count or a list where the command belongs is this job's error, not the import's end."""
+    try:
+        return JobLine(**fields).record()
+    except ValidationError as exc:
+        return LineError(i, f"job {fields.get('job_id')}: {_reason(exc)}")
+
+
 def read_trace_jobs(path: str | Path, fmt: str) -> Iterator[JobRecord | LineError]:
     """History from a simulator trace (philly, helios, alibaba, rfold, native): no code, just
     user, name, GPUs and duration. Malformed rows stop the import with file:line."""
     from schedmate.sim.trace import load_trace
 
-    for j in load_trace(path, fmt):
+    for i, j in enumerate(load_trace(path, fmt), start=1):
         if j.duration_s <= 0:
+            yield LineError(i, f"job {j.job_id}: zero duration (the trace says it never ran)")
             continue
-        yield JobRecord(
+        yield _checked(
+            i,
             job_id=j.job_id,
             duration_s=j.duration_s,
             submit_time=j.submit_s,

@@ -1,0 +1,130 @@
+"""Findings of an outside break test of `advise` and `history import` (session 11): absurd
+numbers, per-job errors in every importer, a code directory of thousands of files, terminal
+escapes in job ids. Each case is written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schedmate.advisor.extract import directory_digest
+from schedmate.advisor.history import LineError
+from schedmate.advisor.history.formats import JobLine, read_sacct_json, read_trace_jobs
+from schedmate.advisor.metadata import WorkloadMetadata
+from schedmate.cli import app
+from schedmate.cli.common import shown
+
+
+@pytest.mark.parametrize("field", ["epochs", "learning_rate", "param_count", "max_steps", "n_gpus"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e300, -float("inf")])
+def test_an_absurd_setting_is_unknown_not_a_crash_later(field: str, value: float) -> None:
+    assert getattr(WorkloadMetadata(**{field: value}), field) is None
+    assert WorkloadMetadata(epochs=3, learning_rate=3e-4).epochs == 3
+
+
+def test_a_job_whose_epochs_overflow_does_not_break_the_store(tmp_path: Path) -> None:
+    code = tmp_path / "job"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=float, default=2)\n"
+        "p.add_argument('--lr', type=float, default=0.1)\nargs = p.parse_args()\n"
+    )
+    lines = [
+        {
+            "job_id": f"j{i}",
+            "duration_s": 100.0 * i,
+            "code_dir": str(code),
+            "command": f"python train.py --epochs {i}",
+        }
+        for i in range(1, 5)
+    ]
+    lines.append(
+        {
+            "job_id": "big",
+            "duration_s": 2000,
+            "code_dir": str(code),
+            "command": "python train.py --epochs 1e300",
+        }
+    )
+    hist = tmp_path / "h.jsonl"
+    hist.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    store = str(tmp_path / "h.db")
+    runner = CliRunner()
+    base = ["--embedder", "none", "--cache-dir", str(tmp_path / "cache")]
+    for _ in range(2):  # and the store takes more jobs afterwards
+        res = runner.invoke(app, [*base, "history", "import", "--store", store, str(hist)])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(
+        app,
+        [
+            *base,
+            "advise",
+            "--store",
+            store,
+            "--code",
+            str(code),
+            "--cmd",
+            "python train.py --lr inf",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["p50_s"] is not None and "learning_rate" not in out["metadata"]
+
+
+def test_other_importers_report_a_bad_job_and_keep_the_rest(tmp_path: Path) -> None:
+    good = {
+        "job_id": 1,
+        "time": {"elapsed": 600},
+        "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]},
+    }
+    bad = [
+        {
+            "job_id": 2,
+            "time": {"elapsed": 600},
+            "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": -3}]},
+        },
+        {
+            "job_id": 3,
+            "time": {"elapsed": 600},
+            "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 1e30}]},
+        },
+        {"job_id": 4, "time": {"elapsed": 600}, "submit_line": ["a", "b"]},
+        {"job_id": 5, "time": {"elapsed": 1e300}},
+    ]
+    f = tmp_path / "sacct.json"
+    f.write_text(json.dumps({"jobs": [good, *bad]}))
+    got = list(read_sacct_json(f))
+    assert [type(x).__name__ for x in got] == ["JobRecord"] + ["LineError"] * 4
+    assert all(isinstance(x, LineError) and f"job {x.line}" in x.message for x in got[1:])
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_s,duration_s,gpus\na,0,100,1\nb,5,1e300,1\nc,9,0,1\nd,9,50,2\n")
+    kinds = [type(x).__name__ for x in read_trace_jobs(trace, "native")]
+    assert kinds == ["JobRecord", "LineError", "LineError", "JobRecord"]
+
+
+@pytest.mark.parametrize("duration", [True, 1e300, 10 * 366 * 86400.0 + 1])
+def test_an_impossible_duration_is_a_line_error(duration: object) -> None:
+    with pytest.raises(ValueError):
+        JobLine(job_id="x", duration_s=duration)
+    assert JobLine(job_id="x", duration_s=86400.0 * 30).duration_s == 86400.0 * 30
+
+
+def test_the_code_digest_sees_the_script_beside_thousands_of_text_files(tmp_path: Path) -> None:
+    for i in range(2100):
+        (tmp_path / f"a{i:05d}.txt").write_text("x")
+    script = tmp_path / "train.py"
+    script.write_text("EPOCHS = 5\n")
+    before = directory_digest(tmp_path)
+    script.write_text("EPOCHS = 7\n")
+    assert directory_digest(tmp_path) != before
+
+
+def test_text_from_jobs_is_shown_without_its_terminal_escapes_or_markup() -> None:
+    assert shown("evil\x1b]0;PWNED\x07\x1b[2J-id") == "evil-id"
+    assert shown("[bold red]x[/]") == "\\[bold red]x\\[/]"
+    assert shown("tab\there\x00") == "tab\there?"
