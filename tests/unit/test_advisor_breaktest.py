@@ -128,3 +128,21 @@ def test_text_from_jobs_is_shown_without_its_terminal_escapes_or_markup() -> Non
     assert shown("evil\x1b]0;PWNED\x07\x1b[2J-id") == "evil-id"
     assert shown("[bold red]x[/]") == "\\[bold red]x\\[/]"
     assert shown("tab\there\x00") == "tab\there?"
+
+
+def test_a_module_constant_assigned_again_holds_its_last_value(tmp_path: Path) -> None:
+    from schedmate.advisor.extract import StaticExtractor
+
+    x = StaticExtractor()
+    (tmp_path / "train.py").write_text(
+        "NUM_EPOCHS = 2\nNUM_EPOCHS = 8\nfor e in range(NUM_EPOCHS):\n    pass\n"
+    )
+    assert x.extract(tmp_path, command="python train.py").metadata.epochs == 8
+    (tmp_path / "train.py").write_text(
+        "k = 2\nk = k * 3\nNUM_EPOCHS = k\nfor e in range(NUM_EPOCHS):\n    pass\n"
+    )
+    assert x.extract(tmp_path, command="python train.py").metadata.epochs == 6
+    (tmp_path / "train.py").write_text(
+        "NUM_EPOCHS = 2\nNUM_EPOCHS = pick()\nfor e in range(NUM_EPOCHS):\n    pass\n"
+    )
+    assert x.extract(tmp_path, command="python train.py").metadata.epochs is None

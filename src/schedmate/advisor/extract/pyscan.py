@@ -462,11 +462,13 @@ def scan_source(text: str, fname: str, facts: CodeFacts | None = None) -> CodeFa
             if node.value is None:
                 continue
             v = _value(node.value, facts.constants)
-            if v is None or isinstance(v, Ref):
-                continue
             for t in targets:
-                if isinstance(t, ast.Name):
-                    facts.constants.setdefault(t.id, (v, f"{fname}:{node.lineno}"))
+                if not isinstance(t, ast.Name):
+                    continue
+                if v is None or isinstance(v, Ref):
+                    facts.constants.pop(t.id, None)  # `EPOCHS = f()` after `EPOCHS = 2`: unknown now
+                else:
+                    facts.constants[t.id] = (v, f"{fname}:{node.lineno}")  # the last assignment holds
     try:
         _Visitor(facts, fname).visit(tree)
     except RecursionError:
