@@ -100,3 +100,23 @@ def test_a_json_line_nested_thousands_deep_is_skipped(runner: CliRunner, tmp_pat
     res = runner.invoke(app, ["track", "--json", str(deep)])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["step"] == 5
+
+
+def test_follow_json_reports_a_stall_while_the_file_stays_silent(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"it {i}/500 | loss 1.{i} | 0.1 s/it\n" for i in range(1, 11)))
+    env = {**os.environ, "SCHEDMATE_TRACKER__STALL_MIN_S": "1"}
+    exe = str(Path(sys.executable).with_name("schedmate"))
+    cmd = [exe, "--embedder", "none", "track", "--follow", "--json", str(log)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=6, env=env).stdout
+    except subprocess.TimeoutExpired as exc:  # follow runs until stopped: what it printed so far
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    records = [json.loads(x) for x in out.splitlines() if x.strip()]
+    stalls = [r for r in records if any(e["kind"] == "stall" for e in r["events"])]
+    assert len(records) == 11 and len(stalls) == 1  # ten updates, then the stall with no new line
+    assert stalls[0]["step"] == 10 and records[-1] is stalls[0]

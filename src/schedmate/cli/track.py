@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -14,7 +14,7 @@ from rich.table import Table
 
 from schedmate.cli import app
 from schedmate.cli.common import console, err_console, friendly_errors, settings_of
-from schedmate.core.types import TrackResult
+from schedmate.core.types import TrackEvent, TrackResult
 
 __all__ = ["track", "render_results", "fmt_duration"]
 
@@ -125,12 +125,29 @@ def track(
 
 
 def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    # a stall is reported while the file is silent (the tracker's timer calls `idle`), not
+    # only with the next line; the next update then does not repeat it
+    said: set[int] = set()
+    latest: dict[str, Any] = TrackResult(file=str(path)).to_json_dict()
+
+    def emit(obj: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
+        sys.stdout.flush()
+
+    def idle(ev: TrackEvent) -> None:
+        said.add(id(ev))
+        if as_json:
+            emit({**latest, "events": [ev.to_dict()]})
+        else:
+            err_console.print(
+                f"[yellow]{ev.kind}[/] line {ev.line_no}: {escape(ev.message)}", highlight=False
+            )
+
+    updates = tracker.follow(path, on_idle_event=idle)
     if as_json:
-        for up in tracker.follow(path):
-            obj = up.result.to_json_dict()
-            obj["events"] = [e.to_dict() for e in up.new_events]
-            sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
-            sys.stdout.flush()
+        for up in updates:
+            latest = up.result.to_json_dict()
+            emit({**latest, "events": [e.to_dict() for e in up.new_events if id(e) not in said]})
         return
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -144,7 +161,7 @@ def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-unty
         transient=False,
     ) as bar:
         task = bar.add_task(path.name, total=None, loss="-", st="-", eta="-")
-        for up in tracker.follow(path):
+        for up in updates:
             r = up.result
             bar.update(
                 task,
@@ -155,6 +172,8 @@ def _follow(tracker, path: Path, as_json: bool) -> None:  # type: ignore[no-unty
                 eta=fmt_duration(r.eta_s),
             )
             for e in up.new_events:
+                if id(e) in said:
+                    continue
                 err_console.print(
                     f"[yellow]{e.kind}[/] line {e.line_no}: {escape(e.message)}", highlight=False
                 )
