@@ -232,3 +232,27 @@ def test_slurm_backend_missing_is_one_line(runner: CliRunner, tmp_path: Path) ->
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.stderr.strip().startswith("error: ") and "squeue not found" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_time_limit_or_memory_request_is_a_usage_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from schedmate.cli import app
+
+    log = tmp_path / "f.log"
+    log.write_text(
+        "step 1 loss 2.0\nslurmstepd: error: *** JOB 9 ON n1 CANCELLED AT 2030-01-01T00:00:00 DUE TO TIME LIMIT ***\n"
+    )
+    for opt in (
+        ["--time-limit-s", "nan"],
+        ["--time-limit-s", "-100"],
+        ["--time-limit-s", "inf"],
+        ["--mem", "abc"],
+        ["--mem", "-5G"],
+        ["--mem", "0"],
+    ):
+        res = CliRunner().invoke(app, ["diagnose", "--json", *opt, str(log)])
+        assert res.exit_code == 2, (opt, res.output)
+        assert res.output.startswith("error: --") and "Traceback" not in res.output
+    res = CliRunner().invoke(app, ["diagnose", "--json", "--time-limit-s", "3600", "--mem", "64G", str(log)])
+    assert res.exit_code == 0, res.output

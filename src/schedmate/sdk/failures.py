@@ -16,6 +16,7 @@ by `diagnose --execute`, and the other way round.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from schedmate.failure import (
     JobContext,
     KnowledgeBase,
     RecoveryPlanner,
+    parse_mem_mb,
 )
 from schedmate.sdk._common import embedder_of, llm_of
 from schedmate.tracker import LineClassifier
@@ -93,7 +95,13 @@ def job_context(
     mem: str | None = None,
 ) -> JobContext:
     """The caller's facts about a job (`nodes` in hostlist syntax: `gpu-[01-04]`); a bad
-    hostlist is an `InputError`."""
+    hostlist, time limit or memory request is an `InputError`."""
+    if time_limit_s is not None and not (
+        math.isfinite(time_limit_s) and 0 < time_limit_s <= 10 * 366 * 86400
+    ):
+        raise InputError(f"--time-limit-s: a number of seconds > 0 (at most ten years), got {time_limit_s}")
+    if mem is not None and not parse_mem_mb(mem):
+        raise InputError(f"--mem: a memory size such as 64G, 65536M or 4096 (MB), got {mem!r}")
     return JobContext(
         job_id=job_id or None,
         user=user or None,
