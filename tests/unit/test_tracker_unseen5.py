@@ -144,3 +144,11 @@ def test_repeated_lines_without_progress_change_nothing_and_cost_little(tmp_path
     log.write_text("step 7 | loss 0.25 | 0.5 s/it\n" + "ok\n" * 600_000 + "\r" * 600_000)
     r = MetricTracker().track_file(log)
     assert (r.step, r.loss, r.step_time_s) == (7, 0.25, 0.5)
+
+
+def test_the_next_report_in_another_format_is_not_taken_for_the_line_before() -> None:
+    r = run(["iter 1/10 | loss 2.0 | 0.5 s/it", "iter 2: loss=1.5"])
+    assert (r.step, r.loss, r.last_progress_line) == (2, 1.5, "iter 2: loss=1.5")
+    # a bare counter line beside a richer one of the same moment still takes the richer one
+    r = run([" 50%|#####     | 41/82 [00:41<00:41,  1.00it/s]", "step=42, skipped=0"])
+    assert (r.step, r.total_steps) == (41, 82)

@@ -705,6 +705,9 @@ def _choose_anchor(
                 and s.step is not None
                 and abs(s.step - (anchor.step or 0)) <= 1
                 and _stream(s) != _stream(anchor)
+                # a line one step apart with a loss of its own is the next report, not the same
+                # moment (`step 1/10 loss 2.0` then `step 2 loss 1.5`: step 2)
+                and (s.step == anchor.step or (anchor.loss is None and not anchor.loss_is_nan))
             ):
                 anchor = s
                 break
