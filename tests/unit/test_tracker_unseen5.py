@@ -152,3 +152,20 @@ def test_the_next_report_in_another_format_is_not_taken_for_the_line_before() ->
     # a bare counter line beside a richer one of the same moment still takes the richer one
     r = run([" 50%|#####     | 41/82 [00:41<00:41,  1.00it/s]", "step=42, skipped=0"])
     assert (r.step, r.total_steps) == (41, 82)
+
+
+def test_follow_catches_up_on_a_long_log_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    log = tmp_path / "run.log"
+    log.write_text("".join(f"step {i}/60000 loss {1 + 1 / i:.5f} time 0.01s\n" for i in range(1, 60_001)))
+    t0 = time.perf_counter()
+    ups = []
+    for up in MetricTracker().follow(
+        log, poll_s=0.01, stop=lambda: bool(ups) and ups[-1].result.step == 60_000
+    ):
+        ups.append(up)
+    took = time.perf_counter() - t0
+    # one update per read (of a megabyte), not one per line (that took minutes)
+    assert ups[-1].result.step == 60_000 and ups[-1].result.total_steps == 60_000
+    assert len(ups) <= 5 and took < 20

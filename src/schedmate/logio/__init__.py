@@ -6,7 +6,7 @@ stripped; `\\n`, `\\r` and `\\r\\n` end a line), computed in bounded memory.
 """
 
 from schedmate.logio.encoding import detect_encoding, read_decoded_lines, read_decoded_tail
-from schedmate.logio.follow import follow_lines
+from schedmate.logio.follow import follow_batches, follow_lines
 from schedmate.logio.reader import (
     DEFAULT_MAX_LINE_CHARS,
     iter_line_batches,
@@ -27,6 +27,7 @@ __all__ = [
     "detect_encoding",
     "read_decoded_lines",
     "read_decoded_tail",
+    "follow_batches",
     "follow_lines",
     "iter_line_batches",
     "iter_lines",

@@ -13,7 +13,7 @@ from schedmate.core.types import LogLine
 from schedmate.logio.reader import DEFAULT_MAX_LINE_CHARS, _make_lines, _open
 from schedmate.logio.text import IncrementalCleaner, LineSplitter, count_breaks
 
-__all__ = ["follow_lines"]
+__all__ = ["follow_batches", "follow_lines"]
 
 
 class _Tail:
@@ -110,7 +110,31 @@ def follow_lines(
     max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
     read_bytes: int = 1024 * 1024,
 ) -> Iterator[LogLine]:
-    """Yield complete lines as the file grows; `stop()` is checked at every poll.
+    """Yield complete lines as the file grows: `follow_batches` one line at a time."""
+    for batch in follow_batches(
+        path,
+        poll_s=poll_s,
+        from_start=from_start,
+        stop=stop,
+        sleep=sleep,
+        max_line_chars=max_line_chars,
+        read_bytes=read_bytes,
+    ):
+        yield from batch
+
+
+def follow_batches(
+    path: str | Path,
+    *,
+    poll_s: float = 0.5,
+    from_start: bool = True,
+    stop: Callable[[], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    max_line_chars: int = DEFAULT_MAX_LINE_CHARS,
+    read_bytes: int = 1024 * 1024,
+) -> Iterator[list[LogLine]]:
+    """Yield the complete lines read at once, as lists, as the file grows; `stop()` is checked
+    at every poll (a reader that summarises may do so once per list, not once per line).
 
     Lines and their text are those `iter_lines` would give for the file; a line is
     complete at `\\n` or `\\r` (a progress-bar redraw is a line at once; a `\\n` arriving
@@ -139,17 +163,21 @@ def follow_lines(
                     first_open = False
             if tail is not None:
                 for batch in tail.read():
-                    yield from batch
+                    if batch:
+                        yield list(batch)
                     if stop is not None and stop():
                         return
                 if tail.truncated():
-                    yield from tail.finish()
+                    if held := list(tail.finish()):
+                        yield held
                     tail.restart()
                     continue
                 if tail.replaced():
                     for batch in tail.read():  # drain what was written before the switch
-                        yield from batch
-                    yield from tail.finish()
+                        if batch:
+                            yield list(batch)
+                    if held := list(tail.finish()):
+                        yield held
                     tail.fh.close()
                     tail = None
                     continue

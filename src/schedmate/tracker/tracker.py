@@ -13,7 +13,7 @@ from schedmate.core.settings import TrackerSettings
 from schedmate.core.types import LineKind, ProgressSample, TrackEvent, TrackResult
 from schedmate.logio import (
     detect_encoding,
-    follow_lines,
+    follow_batches,
     iter_line_batches,
     iter_lines_reverse,
     iter_text_blocks,
@@ -429,32 +429,47 @@ class MetricTracker:
             return bool(stop and stop())
 
         prev_text = ""
-        for line in follow_lines(Path(path), poll_s=poll_s, stop=_poll):
+        # one update per batch of lines read at once: a log written faster than it is read
+        # is summarised once per read, not once per line (the summary costs O(history))
+        for batch in follow_batches(Path(path), poll_s=poll_s, stop=_poll):
             new: list[TrackEvent] = idle[:]
             idle.clear()
-            if kv.offer(line.no, line.text):
-                continue  # a key/value table counts when it ends
-            done = kv.flush()
-            # the LLM path only while the rules have read no training progress (the long tail)
+            changed = bool(new)
             ask = embed and not rules_read
-            kind = self.classifier.classify_batch([line.text], embed=ask)[0]
-            got = [(sections.mark(done), False)] if done is not None else []
-            ruled = self._line_samples(table, line.no, line.text, kind, prev=prev_text)
-            rules_read = rules_read or any(not s.is_eval for s, _, _ in ruled)
-            if not ruled and ask:
-                ruled = self._line_samples(table, line.no, line.text, kind, llm=True, prev=prev_text)
-            prev_text = line.text
-            got += [(sections.mark(s), bar) for s, bar, _ in ruled]
-            if not got and kind is not LineKind.PROGRESS and table.header_text is not line.text:
-                marker = sections.announce(line.no, line.text)
-                if marker is not None:
-                    recent.append((marker, False))
-            now = clock()
-            for s, bar in got:
-                recent.append((s, bar))
-                if not s.is_eval:
-                    new.extend(det.observe(s, now=now))
-            if got or new:
+            kinds = self.classifier.classify_batch([line.text for line in batch], embed=ask)
+            # a burst longer than the history kept (a log caught up on, a fast writer): only its
+            # last `history` progress lines can reach the answer, as in a one-off read
+            first, seen = 0, 0
+            for i in range(len(kinds) - 1, -1, -1):
+                if kinds[i] is LineKind.PROGRESS:
+                    seen += 1
+                    if seen > history:
+                        first = i + 1
+                        break
+            for line, kind in zip(batch[first:], kinds[first:], strict=True):
+                if kv.offer(line.no, line.text):
+                    continue  # a key/value table counts when it ends
+                done = kv.flush()
+                # the LLM path only while the rules have read no training progress (the long tail)
+                ask = embed and not rules_read
+                got = [(sections.mark(done), False)] if done is not None else []
+                ruled = self._line_samples(table, line.no, line.text, kind, prev=prev_text)
+                rules_read = rules_read or any(not s.is_eval for s, _, _ in ruled)
+                if not ruled and ask:
+                    ruled = self._line_samples(table, line.no, line.text, kind, llm=True, prev=prev_text)
+                prev_text = line.text
+                got += [(sections.mark(s), bar) for s, bar, _ in ruled]
+                if not got and kind is not LineKind.PROGRESS and table.header_text is not line.text:
+                    marker = sections.announce(line.no, line.text)
+                    if marker is not None:
+                        recent.append((marker, False))
+                now = clock()
+                for s, bar in got:
+                    recent.append((s, bar))
+                    if not s.is_eval:
+                        new.extend(det.observe(s, now=now))
+                changed = changed or bool(got)
+            if changed:
                 events.extend(new)
                 result = summarize(
                     str(path), list(recent), events=events, eta_window=self.settings.eta_window
