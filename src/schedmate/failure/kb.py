@@ -38,6 +38,9 @@ class Signature:
     regex: re.Pattern[str]
     # a symptom: a later line matching this (within a few lines) names the cause better
     defer_to: re.Pattern[str] | None = None
+    # how many lines after the symptom `defer_to` looks (a scheduler's own report of why it
+    # killed a job comes after the job's output, often tens of lines later)
+    defer_within: int = 30
 
     @property
     def generic(self) -> bool:
@@ -90,6 +93,12 @@ def _signature(raw: Any, where: str) -> Signature:
         except re.error as exc:
             raise ConfigError(f"{where} ({kind}): bad defer_to pattern: {exc}") from None
     try:
+        defer_within = int(raw.get("defer_within", 30))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} ({kind}): defer_within must be a whole number of lines") from None
+    if not 1 <= defer_within <= 10_000:
+        raise ConfigError(f"{where} ({kind}): defer_within must be in 1..10000")
+    try:
         regex = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
     except re.error as exc:
         raise ConfigError(f"{where} ({kind}): bad pattern: {exc}") from None
@@ -103,6 +112,7 @@ def _signature(raw: Any, where: str) -> Signature:
         tuple(str(e) for e in raw.get("examples", []) or []),
         regex,
         defer_to,
+        defer_within,
     )
 
 

@@ -52,6 +52,7 @@ _ERROR_WORD = re.compile(
 # native fatal lines: glog's `F1124 10:00:00.123 ...`, CHECK macros, `FATAL ... file.cc:12]`
 _NATIVE_FATAL = re.compile(
     r"^\s*F\d{4} \d\d:\d\d:\d\d|\bCheck failed:|\bFATAL\b.{0,80}\.(?:cc|cpp|cu|h):\d+\]"
+    r"|\b\w*(?:Check|CHECK)[ _](?:FAIL|FAILED)\b"  # a check macro's report: `cudaCheck FAIL file=...`
 )
 _METRIC = re.compile(r"\d\.\d")
 # inside a traceback: an ASCII-boxed frame (`| /path/x.py:12 in f |`, `+----+`)
@@ -273,7 +274,7 @@ class FailureLocator:
         """A symptom yields to a line shortly after it that names the fault (`defer_to`)."""
         if sig is None or sig.defer_to is None or sig.defer_to.search(lines[i]):
             return i, sig
-        for j in range(i + 1, min(len(lines), i + _DEFER_LOOKAHEAD)):
+        for j in range(i + 1, min(len(lines), i + sig.defer_within)):
             if sig.defer_to.search(lines[j]) and not _SOURCE_FRAME.match(lines[j]):
                 return j, self.kb.match(lines[j]) or sig
         return i, sig
