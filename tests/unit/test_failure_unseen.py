@@ -99,3 +99,53 @@ def test_defer_within_is_validated() -> None:
     for bad in ("0", "abc", "100000"):
         with pytest.raises(ConfigError, match="defer_within"):
             KnowledgeBase.from_yaml(base + f"    defer_within: {bad}\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "E0311 08:00:01.000 77 op.cc:90] conv2d raises an exception BadAlloc, ResourceExhaustedError: ",
+        "Out of memory error on device 3. Cannot allocate 2.0GB memory on device 3, 30.1GB memory has "
+        "been allocated and available memory is only 11.0MB.",
+        "W core/allocator.cc:301] Ran out of memory trying to allocate 1.20GiB.  See logs for memory state.",
+    ],
+)
+def test_gpu_memory_exhaustion_in_other_frameworks_words(h: FailureHandler, line: str) -> None:
+    r = h.diagnose_lines(["I core/device.cc:12] device 0 ready", line, "I core/loop.cc:3] shutting down"])
+    assert r.root_cause_line == line and r.kind == "oom_cuda" and r.category == "application"
+
+
+def test_the_allocators_advisory_note_is_not_a_failure(h: FailureHandler) -> None:
+    note = (
+        "W core/bfc.cc:217] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.1GiB. The caller "
+        "indicates that this is not a failure, but may mean that there could be performance gains."
+    )
+    r = h.diagnose_lines(["step 1 loss 2.0", note, "step 2 loss 1.9", "step 3 loss 1.8"])
+    assert r.kind != "oom_cuda"
+
+
+@pytest.mark.parametrize("killed", ["已杀死", "Getötet", "  12345 Убито   python fit.py"])
+def test_a_shells_localised_killed_is_a_kill(h: FailureHandler, killed: str) -> None:
+    r = h.diagnose_lines(["epoch 3 step 20 loss 0.5", killed])
+    assert (
+        r.root_cause_line == killed and r.kind == "process_killed_sigkill" and r.category == "infrastructure"
+    )
+
+
+def test_a_heartbeat_manager_finding_lame_workers_is_lost_coordination(h: FailureHandler) -> None:
+    line = "INFO:tf:ShutdownHook: lame worker found: HeartbeatMonitor(/job:tpu_worker/task:3)"
+    r = h.diagnose_lines(["INFO:tf:global_step/sec: 3.1", "INFO:tf:loss = 0.41, step = 900", line])
+    assert r.root_cause_line == line and r.category == "infrastructure"
+
+
+def test_a_frames_source_line_is_not_the_cause_even_without_the_header(h: FailureHandler) -> None:
+    """A paste that starts mid-traceback: `raise X(` under a `File ...` line is code, the
+    exception line after it is the cause."""
+    lines = [
+        'File "/srv/lib/loop.py", line 88, in _check_finite',
+        "    raise FloatingPointError(",
+        "FloatingPointError: loss is not finite at step 412",
+        "losses = {'cls': nan, 'box': nan}",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 3 and r.category == "application"

@@ -61,6 +61,7 @@ _ASCII_BOX = re.compile(r"^\s*(?:\|\s|\+[-=+]{3,})")
 _WHAT = re.compile(r"^\s*what\(\):\s+\S")
 # c10's location note after a what(): never the cause
 _RAISED_FROM = re.compile(r"^\s*Exception raised from \S+ at .{0,200}\(most recent call first\)")
+_FILE_FRAME = re.compile(r'^\s*(?:\[[^\]]*\]:?\s*)?File "[^"]+", line \d+')
 _SOURCE_FRAME = re.compile(r'^\s*(?:File "|at \S+\(|frame #\d+:|#\d+ 0x)')
 _EXC_MESSAGE = re.compile(r"^.*?\b[\w.]*(?:Error|Exception|Failure)\w*:\s*")
 _EXC_LINE = re.compile(
@@ -232,6 +233,8 @@ class FailureLocator:
                 i += 1
                 continue
             cand = self._candidate(text, kinds[i], _REGION_FLOOR)
+            if cand and i > 0 and text[:1].isspace() and _FILE_FRAME.match(lines[i - 1]):
+                cand = False  # the source text of a frame (`raise X(`), even without its header
             if cand:
                 return i, cand if isinstance(cand, Signature) else self.kb.match(text)
             i += 1

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from schedmate.tracker.fields import done_words, is_eval_key, lexicon, normalise_key
-from schedmate.tracker.values import Candidates, seconds
+from schedmate.tracker.values import RATE_KEY_WORDS, Candidates, seconds
 
 __all__ = ["WORDS", "finish_line"]
 
@@ -65,7 +65,8 @@ def finish_line(c: Candidates, body: str) -> None:
     c.is_summary = c.is_summary or (c.summary_keys > 0 and "lr" not in c.values)
     m = _FIRST_VALUE.search(body)
     prefix = body[: m.start()] if m else body
-    if any(w.lower() in lex.eval_words for w in _IDENTIFIERS.findall(_CAMEL_WORD.sub(" ", prefix))):
+    words = {w.lower() for w in _IDENTIFIERS.findall(_CAMEL_WORD.sub(" ", prefix))}
+    if words & lex.eval_words and not words & RATE_KEY_WORDS:  # (not a rate's key: `fps ... inference`)
         c.is_eval = c.eval_context = True  # `Test Pass 3, loss ...`, `dev step: 10 - ...`
     v = c.values
     # evaluation keys whose value is a record: `eval_acc: {"epoch": 1, ...}` is an evaluation record

@@ -49,7 +49,7 @@ __all__ = [
 NUM = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b"
 _DUR_COLON = r"(?:\d+ days?, )?\d+:\d{2}(?::\d{2})?(?:\.\d+)?"  # (`3 days, 4:05:06`: a timedelta)
 _DUR_HMS = r"(?:\d+(?:\.\d+)?d\s*)?(?:\d+(?:\.\d+)?h\s*)?(?:\d+(?:\.\d+)?m(?!s)\s*)?\d+(?:\.\d+)?s\b"
-_UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|毫秒|秒|分钟|%|[KMGT]i?B|[KMGT]b|[KMGT](?![a-z]))?"
+_UNIT = r"(?:ms|us|µs|s|sec|secs|seconds|min|h|毫秒|秒|分钟|%|[KMGT]i?B|[KMGT]b|[kKMGT](?![a-z]))?"
 
 _TIMESTAMP = re.compile(
     r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"

@@ -21,7 +21,16 @@ from schedmate.tracker.fields import (
     split_camel,
 )
 
-__all__ = ["Candidates", "parse_duration", "to_float", "seconds", "apply_rate", "resolve_key", "apply_kv"]
+__all__ = [
+    "Candidates",
+    "parse_duration",
+    "to_float",
+    "seconds",
+    "apply_rate",
+    "resolve_key",
+    "apply_kv",
+    "RATE_KEY_WORDS",
+]
 
 
 @dataclass(slots=True)
@@ -152,6 +161,9 @@ def apply_rate(c: Candidates, value: float, unit: str, rank: int) -> None:
         c.throughput = (value, unit)
 
 
+# a key naming a rate (`fps step and policy inference: 3368`): what it times is not a phase
+RATE_KEY_WORDS = frozenset({"fps", "sps"})
+
 _GENERIC = {
     "time",
     "it",
@@ -271,7 +283,7 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
     if key in _SUMMARY_KEYS:
         c.summary_keys += 1
     if hit is None:
-        if is_eval_key(key):
+        if is_eval_key(key) and not RATE_KEY_WORDS.intersection(key_words(key)):
             c.n_eval_keys += 1
             words = key_words(key)
             if any(w in lexicon().loss_heads for w in words):
@@ -339,6 +351,8 @@ def apply_kv(c: Candidates, raw_key: str, raw_val: str, unit: str) -> bool:
         name, rank = "step_time", 3  # `Step: 184 ms` too, with the unit apart from the number
     if name in ("step", "total_steps") and unit in COUNT_SUFFIX:
         val *= COUNT_SUFFIX[unit]  # `step:50K`
+    elif name == "step_time" and unit in ("k", "K"):
+        val, unit = val * 1e3, ""  # `time_per_iteration_ms: 11.5K`: thousands of the key's unit
     if name == "step" and "e" in sval.lower():
         rank += 8  # `global_step=2.01e+4`: a rounded count yields to an exact one (a bar's 20050)
     if name in ("step", "total_steps", "total_epochs") and not val.is_integer():

@@ -1,0 +1,34 @@
+"""Line shapes met on unseen logs (issue 10, tenth pass). Every case is a variant written
+here (keys, separators, orders and values of our own), none is a line of a data set."""
+
+from __future__ import annotations
+
+from schedmate.tracker import MetricTracker
+
+
+def run(lines: list[str]):  # type: ignore[no-untyped-def]
+    return MetricTracker().track_lines(lines)
+
+
+def test_a_rate_key_naming_inference_does_not_make_the_line_evaluation() -> None:
+    """`fps ... inference: N` times the rollout's inference; the line is the training loop's."""
+    lines = [
+        f"sps total: 812 sps env and actor inference: 790 update: {u}/400 loss {1.0 / u:.3f}" for u in (7, 8)
+    ]
+    r = run(lines)
+    assert r.has_progress and (r.step, r.total_steps, r.loss) == (8, 400, 0.125)
+    lines = [f"fps step and policy inference: 2210 fps total: 2100 epoch: {e}/900" for e in (41, 42)]
+    r = run(lines)
+    assert r.has_progress and r.epoch == 42
+
+
+def test_a_thousands_suffix_on_a_time_is_thousands_of_the_keys_unit() -> None:
+    lines = [
+        f"it {i} / 9000 | tokens: 1.2M | time_per_step_ms: 2.4K | tok_per_sec: 51.0K | loss: 2.{i}"
+        for i in (5, 6)
+    ]
+    r = run(lines)
+    assert (r.step, r.total_steps) == (6, 9000)
+    assert abs(r.step_time_s - 2.4) < 1e-9
+    r = run([f"step {i} | iter time (ms): 1.5k | loss 0.{i}" for i in (1, 2)])
+    assert abs(r.step_time_s - 1.5) < 1e-9
