@@ -149,3 +149,33 @@ def test_a_frames_source_line_is_not_the_cause_even_without_the_header(h: Failur
     ]
     r = h.diagnose_lines(lines)
     assert r.root_cause_line_no == 3 and r.category == "application"
+
+
+def test_a_megabyte_line_is_matched_on_its_head_and_tail_in_bounded_time() -> None:
+    import time
+
+    kb = KnowledgeBase.load()
+    filler = "0.1234, " * 250_000  # a dumped tensor: 2 MB on one line
+    t0 = time.perf_counter()
+    head = kb.match("RuntimeError: CUDA out of memory. Tried to allocate 2 GiB; values: " + filler)
+    tail = kb.match("step 9 " + filler + " NCCL WARN NET/IB : Got completion with error 12, opcode 0")
+    none = kb.match(filler)
+    assert time.perf_counter() - t0 < 2.0  # was ~3 s per call: every pattern scanned 2 MB
+    assert head is not None and head.kind == "oom_cuda"
+    assert tail is not None and tail.category == "infrastructure"
+    assert none is None or none.generic
+
+
+@pytest.mark.parametrize("encoding", ["gbk", "utf-16", "utf-16-le"])
+def test_a_log_in_a_cjk_or_utf16_encoding_is_diagnosed_decoded(
+    h: FailureHandler, tmp_path, encoding: str
+) -> None:  # type: ignore[no-untyped-def]
+    from schedmate.tracker import MetricTracker
+
+    text = "开始训练 run 7\nepoch 2 step 40 loss 1.25\n错误：标签文件缺失，训练中止\n"
+    p = tmp_path / "job.log"
+    p.write_bytes(text.encode(encoding))
+    r = h.diagnose(p)
+    assert r.root_cause_line == "错误：标签文件缺失，训练中止" and r.root_cause_line_no == 3
+    t = MetricTracker().track_file(p)  # UTF-16 CJK text is text, not binary
+    assert t.error is None and t.loss == 1.25

@@ -23,6 +23,7 @@ from schedmate.core.errors import ConfigError
 __all__ = ["Signature", "KnowledgeBase", "CATEGORIES", "RECOVERIES"]
 
 CATEGORIES = ("infrastructure", "application")
+_MATCH_EDGE = 4096  # characters of a long line's head and tail that signatures are matched on
 RECOVERIES = ("requeue_exclude_node", "requeue", "drain_node_and_requeue", "resubmit_with_limit", "none")
 
 
@@ -143,6 +144,10 @@ class KnowledgeBase:
         return cls(_load_yaml(text, where))
 
     def match(self, line: str, *, include_generic: bool = True) -> Signature | None:
+        if len(line) > 2 * _MATCH_EDGE:
+            # a megabyte line (a dumped tensor, a glued bar) costs every pattern a full scan;
+            # a message states its cause at its start, a glued one at its end
+            line = f"{line[:_MATCH_EDGE]} ... {line[-_MATCH_EDGE:]}"
         for s in self.specific:
             if s.regex.search(line):
                 return s

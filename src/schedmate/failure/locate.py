@@ -31,7 +31,15 @@ import numpy as np
 from schedmate.core.settings import FailureSettings
 from schedmate.core.types import LineKind
 from schedmate.failure.kb import KnowledgeBase, Signature
-from schedmate.logio import clean_text, iter_line_batches, sniff_text
+from schedmate.logio import (
+    MAX_DECODED_BYTES,
+    clean_text,
+    detect_encoding,
+    iter_line_batches,
+    open_log,
+    read_decoded_lines,
+    sniff_text,
+)
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.templates import mask_batch
 
@@ -106,6 +114,11 @@ class Located:
     def after(self) -> tuple[str, ...]:
         """The root-cause line and the lines that follow it."""
         return self.context[self.root_at :]
+
+
+def _encoding_of(path: Path) -> str | None:
+    with open_log(path) as fh:
+        return detect_encoding(fh.read(64 * 1024))
 
 
 def _is_frame(text: str) -> bool:
@@ -301,6 +314,11 @@ class FailureLocator:
         sniff_text(p)
         self.calls = 0
         size = p.stat().st_size
+        encoding = _encoding_of(p) if size <= MAX_DECODED_BYTES else None
+        if encoding is not None:  # UTF-16 or a legacy CJK encoding: decoded whole (capped)
+            lines = read_decoded_lines(p, encoding)
+            idx, sig = self.pick(lines)
+            return self._located(lines, idx, sig, first_no=1, probes=self.calls)
         if size <= self.settings.full_scan_bytes:
             lines = [ln.text for batch in iter_line_batches(p) for ln in batch]
             idx, sig = self.pick(lines)

@@ -5,7 +5,7 @@ Every capability reads logs through this layer, so all of them agree on what a l
 stripped; `\\n`, `\\r` and `\\r\\n` end a line), computed in bounded memory.
 """
 
-from schedmate.logio.encoding import detect_encoding, read_decoded_lines, read_decoded_tail
+from schedmate.logio.encoding import MAX_DECODED_BYTES, detect_encoding, read_decoded_lines, read_decoded_tail
 from schedmate.logio.follow import follow_batches, follow_lines
 from schedmate.logio.reader import (
     DEFAULT_MAX_LINE_CHARS,
@@ -25,6 +25,7 @@ __all__ = [
     "clean_text",
     "count_breaks",
     "detect_encoding",
+    "MAX_DECODED_BYTES",
     "read_decoded_lines",
     "read_decoded_tail",
     "follow_batches",

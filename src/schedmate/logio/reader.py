@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from schedmate.core.errors import InputError
 from schedmate.core.types import LogLine
+from schedmate.logio.encoding import detect_encoding
 from schedmate.logio.text import IncrementalCleaner, LineSplitter, clean_text, split_lines
 
 __all__ = [
@@ -92,6 +93,20 @@ def _binary_reason(head: bytes) -> str | None:
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return what
+    enc = detect_encoding(head)
+    if enc is not None and enc.startswith("utf-16"):
+        # UTF-16 text: judge the characters, not the bytes (a CJK character's two bytes look
+        # like control bytes once its NUL-free half is dropped)
+        chars = head[: len(head) // 2 * 2].decode(enc, "replace")
+        if not chars:
+            return None
+        bad = sum(1 for ch in chars if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f\x1b\x00\b\v"))
+        ratio = bad / len(chars)
+        return (
+            f"looks binary ({ratio:.0%} of its first characters are not text)"
+            if ratio > BINARY_RATIO
+            else None
+        )
     data = head.replace(b"\x00", b"")  # NUL padding is common in crashed or preallocated logs
     if not data:
         return None
