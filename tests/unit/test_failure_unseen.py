@@ -6,6 +6,8 @@ variant (other wording, spacing, order, scheduler) of the general pattern.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from schedmate.core.errors import ConfigError
@@ -179,3 +181,17 @@ def test_a_log_in_a_cjk_or_utf16_encoding_is_diagnosed_decoded(
     assert r.root_cause_line == "错误：标签文件缺失，训练中止" and r.root_cause_line_no == 3
     t = MetricTracker().track_file(p)  # UTF-16 CJK text is text, not binary
     assert t.error is None and t.loss == 1.25
+
+
+@pytest.mark.skipif(
+    not os.access("/proc/kmsg", os.R_OK), reason="needs a readable /proc/kmsg (root on Linux)"
+)
+def test_a_file_that_only_looks_regular_is_refused_without_waiting(h: FailureHandler) -> None:
+    """/proc/kmsg is a 'regular' file whose read blocks until the kernel logs something."""
+    import subprocess
+    import sys
+
+    code = "from schedmate.tracker import MetricTracker; MetricTracker().track_file('/proc/kmsg')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert "InputError: /proc/kmsg: gives no data without waiting" in out.stderr
+    assert "without waiting" in (h.diagnose("/proc/kmsg").error or "")

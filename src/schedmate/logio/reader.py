@@ -77,7 +77,18 @@ def _open(path: Path) -> BinaryIO:
             raise InputError(
                 f"{path}: is not a regular file (a pipe or device); save the log to a file first"
             )
-        return path.open("rb")
+        # non-blocking: a file that only looks regular (/proc/kmsg) answers EAGAIN instead of
+        # waiting forever; ordinary files ignore the flag
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(
+                    f"{path}: is not a regular file (a pipe or device); save the log to a file first"
+                )
+            return os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
     except (FileNotFoundError, NotADirectoryError):
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -139,10 +150,16 @@ def open_log(path: str | Path) -> BinaryIO:
     p = Path(path)
     fh = _open(p)
     try:
-        reason = _binary_reason(fh.read(SNIFF_BYTES))
+        head = fh.read(SNIFF_BYTES)
+        if head is None:
+            raise InputError(f"{p}: gives no data without waiting (a kernel or device file, not a log)")
+        reason = _binary_reason(head)
         if reason is not None:
             raise InputError(f"{p}: {reason}")
         fh.seek(0)
+    except BlockingIOError:
+        fh.close()
+        raise InputError(f"{p}: gives no data without waiting (a kernel or device file, not a log)") from None
     except OSError as exc:
         fh.close()
         raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
