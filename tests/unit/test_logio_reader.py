@@ -262,10 +262,14 @@ def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     p = write(tmp_path, b"x\n", "secret.log")
     if os.geteuid() == 0:  # root ignores file modes: simulate the refusal
 
-        def deny(self: Path, *a: object, **k: object) -> None:
-            raise PermissionError(13, "Permission denied")
+        real_open = os.open
 
-        monkeypatch.setattr(Path, "open", deny)
+        def deny(path: object, *a: object, **k: object) -> int:
+            if str(path).endswith("secret.log"):
+                raise PermissionError(13, "Permission denied")
+            return real_open(path, *a, **k)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "open", deny)
     else:
         p.chmod(0)
     with pytest.raises(InputError, match="secret.log: permission denied"):
