@@ -261,7 +261,6 @@ def test_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
 def test_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = write(tmp_path, b"x\n", "secret.log")
     if os.geteuid() == 0:  # root ignores file modes: simulate the refusal
-
         real_open = os.open
 
         def deny(path: object, *a: object, **k: object) -> int:

@@ -32,3 +32,26 @@ def test_a_thousands_suffix_on_a_time_is_thousands_of_the_keys_unit() -> None:
     assert abs(r.step_time_s - 2.4) < 1e-9
     r = run([f"step {i} | iter time (ms): 1.5k | loss 0.{i}" for i in (1, 2)])
     assert abs(r.step_time_s - 1.5) < 1e-9
+
+
+def test_a_step_count_that_stays_while_the_epoch_advances_is_a_size() -> None:
+    """`Steps: 812` printed with every epoch is how many steps an epoch has; the epoch counts."""
+    lines = [f"Ep: {e}, Iters: 812 | Train Loss: {0.9 - e / 100:.2f} Dev Loss: 1.1" for e in (3, 4, 5)]
+    r = run(lines)
+    assert (r.step, r.loss) == (5, 0.85)
+    # a real step that advances with the epoch stays the step
+    lines = [f"ep {e} | step: {e * 812} | train loss 0.5" for e in (3, 4)]
+    assert run(lines).step == 4 * 812
+    # a finished per-epoch bar (`812/812` every epoch) keeps its count
+    lines = [f"epoch {e}/30 gpu 3.1G loss 0.4: 100%|#####| 812/812 [00:09<00:00, 88.0it/s]" for e in (3, 4)]
+    assert run(lines).step == 812
+
+
+def test_a_boosting_round_scoring_a_set_named_by_the_user_is_evaluation() -> None:
+    lines = [f"[{i}]\tmyset's l1: 0.{90 - i}\tmyset's auc: 0.{60 + i}" for i in (10, 11, 12)]
+    r = run(lines)
+    assert r.has_progress and r.step == 12 and r.loss is None
+    # the training set's own metric stays the training loss
+    lines = [f"[{i}]\ttraining's l2: 0.{90 - i}\tholdout's l2: 0.{95 - i}" for i in (10, 11)]
+    r = run(lines)
+    assert r.step == 11 and r.loss == 0.79

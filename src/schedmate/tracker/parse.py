@@ -150,6 +150,16 @@ _LEADING_COUNTER = re.compile(
 # ...`: a number right after the line's training word
 _LEADING_ROUND = re.compile(r"^[\s\[]*\(\s*(?P<n>\d+)\s*\)|^\s*(?:train|training)\s+(?P<m>\d+)\s*[,:|]", re.I)
 _POSSESSIVE = re.compile(r"(?<=\w)'s\s+(?=[^\W\d])")
+_OWNED_METRIC = re.compile(r"(?<![\w'])(?P<owner>[^\W\d][\w.-]{0,40})'s\s+(?=[^\W\d])")
+
+
+def _owned_metric(m: re.Match[str]) -> str:
+    owner = m["owner"]
+    if set(key_words(normalise_key(owner))) & lexicon().train_words or is_eval_key(normalise_key(owner)):
+        return m[0]
+    return f"eval_{owner}'s "
+
+
 # `| Val: loss = 1.7, acc = 0.5 |`: a segment labelled by an evaluation word
 _SEGMENT_SEP = re.compile(r"\||;|\t| - ")
 _SEGMENT_LABEL = re.compile(r"^\s*([^\W\d][\w ]{0,24}?)\s*(?:\([^)]{0,24}\))?\s*:")  # `valid (2.1 sec):`
@@ -614,6 +624,10 @@ def parse_line(text: str) -> Candidates:
     if "(" in body and "/" in body:
         body = _PAREN_RATE.sub(lambda m: _paren_rate(c, m), body)
     if "'s " in body:
+        if _LEADING_COUNTER.match(body):
+            # a boosting round scores named sets (`[40]  holdout's auc: x`): a set that is not
+            # the training set is an evaluation set, whatever the user called it
+            body = _OWNED_METRIC.sub(_owned_metric, body)
         body = _POSSESSIVE.sub("_", body)  # `training's rmse: x` is the key `training_rmse`
     rest = _parse_kvs(c, _blank(body, spans))
     c.rest = rest

@@ -218,7 +218,7 @@ def summarize(
     """
     samples = _rounds_without_training(_after_run_end(samples))
     train = [(s, bar) for s, bar in samples if not s.is_eval and not _not_started(s)]
-    train = _epoch_step_pairs(train)
+    train = _size_beside_epoch(_epoch_step_pairs(train))
     train = drop_trailing_summaries(train)
     timed = drop_trailing_timings(train)
     late = train[len(timed) :]
@@ -442,6 +442,41 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
     return [
         (replace(s, epoch=float(s.step), step=s.total_steps, total_steps=None), bar)
         if not bar and s.step is not None and s.total_steps and _stream(s) in pairs
+        else (s, bar)
+        for s, bar in train
+    ]
+
+
+def _size_beside_epoch(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """`Epoch: 3, Steps: 281 | ...`, `Epoch: 4, Steps: 281 | ...`: a "step" that stays the same
+    while the epoch advances report after report counts nothing (the size of every epoch);
+    the epoch is the line's counter."""
+    by_stream: dict[str, list[ProgressSample]] = {}
+    for s, bar in train[-400:]:
+        if not bar and s.step is not None and s.epoch is not None and s.total_steps is None:
+            by_stream.setdefault(_stream(s), []).append(s)  # (`16/16` each epoch: a finished bar)
+    sizes = set()
+    for key, seen in by_stream.items():
+        last = seen[-6:]
+        epochs = [s.epoch for s in last]
+        if (
+            len(last) >= 2
+            and len({s.step for s in last}) == 1
+            and all(
+                b is not None and a is not None and b > a for a, b in zip(epochs, epochs[1:], strict=False)
+            )
+            and all(e is not None and float(e).is_integer() for e in epochs)
+        ):
+            sizes.add(key)
+    if not sizes:
+        return train
+    return [
+        (replace(s, step=int(s.epoch), total_steps=s.total_epochs), bar)
+        if not bar
+        and s.step is not None
+        and s.epoch is not None
+        and not s.total_steps
+        and _stream(s) in sizes
         else (s, bar)
         for s, bar in train
     ]
