@@ -146,3 +146,51 @@ def test_a_module_constant_assigned_again_holds_its_last_value(tmp_path: Path) -
         "NUM_EPOCHS = 2\nNUM_EPOCHS = pick()\nfor e in range(NUM_EPOCHS):\n    pass\n"
     )
     assert x.extract(tmp_path, command="python train.py").metadata.epochs is None
+
+
+# -- session 12: the history store's edges -------------------------------------------------------
+def _import(tmp_path: Path, text: bytes, store: Path, *extra: str):  # type: ignore[no-untyped-def]
+    hist = tmp_path / "h.jsonl"
+    hist.write_bytes(text)
+    base = ["--embedder", "none", "--cache-dir", str(tmp_path / "cache")]
+    return CliRunner().invoke(app, [*base, "history", "import", "--store", str(store), *extra, str(hist)])
+
+
+def test_a_byte_order_mark_and_a_repeated_id(tmp_path: Path) -> None:
+    text = b'\xef\xbb\xbf{"job_id": "r1", "duration_s": 60}\n{"job_id": "r2", "duration_s": 70}\n'
+    text += b'{"job_id": "r2", "duration_s": 80}\n'
+    res = _import(tmp_path, text, tmp_path / "s.db", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["error_count"] == 0 and out["stored_total"] == 2
+    assert any("r2 appears more than once" in w for w in out["warnings"])
+
+
+def test_an_import_that_stores_nothing_leaves_no_store(tmp_path: Path) -> None:
+    store = tmp_path / "new.db"
+    res = _import(tmp_path, b"not json\n", store)
+    assert res.exit_code == 2
+    assert not store.exists() and not (tmp_path / "new.db-wal").exists()
+
+
+def test_a_database_of_another_program_is_left_untouched(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = tmp_path / "app.db"
+    db = sqlite3.connect(store)
+    db.execute("CREATE TABLE accounts (id INTEGER, owner TEXT)")
+    db.commit()
+    db.close()
+    res = _import(tmp_path, b'{"job_id": "r1", "duration_s": 60}\n', store)
+    assert res.exit_code != 0 and "another program (tables: accounts)" in res.output
+    names = {r[0] for r in sqlite3.connect(store).execute("SELECT name FROM sqlite_master")}
+    assert names == {"accounts"}
+
+
+def test_history_stats_is_readable_text(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    assert _import(tmp_path, b'{"job_id": "r1", "duration_s": 60}\n', store).exit_code == 0
+    base = ["--embedder", "none", "--cache-dir", str(tmp_path / "cache")]
+    res = CliRunner().invoke(app, [*base, "history", "stats", "--store", str(store)])
+    assert res.exit_code == 0 and "{" not in res.output
+    assert "jobs      1" in res.output and "embedder" in res.output

@@ -101,6 +101,9 @@ class JobError:
         return f"job {self.job_id}: {self.message}"
 
 
+_SHOWN_REPEATS = 5  # repeated job ids named one by one in an import's warnings
+
+
 @dataclass
 class ImportReport:
     """The `history import --json` contract. `errors` keeps the first MAX_REPORTED_ERRORS
@@ -325,6 +328,8 @@ class Advisor:
             batch.clear()
 
         self._scope = {}
+        seen: set[str] = set()
+        repeated = 0
         try:
             for item in items:
                 if isinstance(item, LineError):
@@ -332,6 +337,13 @@ class Advisor:
                     if progress:
                         progress(1)
                     continue
+                if item.job_id in seen:
+                    repeated += 1
+                    if repeated <= _SHOWN_REPEATS:
+                        report.warnings.append(
+                            f"job {item.job_id[:80]} appears more than once in this import; the later record replaces the earlier"
+                        )
+                seen.add(item.job_id)
                 before = len(self._memo)
                 try:
                     ext = self.extract(item)
@@ -349,6 +361,10 @@ class Advisor:
             flush()
         finally:
             self._scope = None
+        if repeated > _SHOWN_REPEATS:
+            report.warnings.append(
+                f"{repeated} records in all repeat a job id of this import (later ones kept)"
+            )
         report.cached = max(0, report.imported - report.extracted)
         if isinstance(self.store, IndexedStore) and self.store.count() >= self.store.exact_below:
             self.store.build_index()  # large stores: build (or update and save) the HNSW index now

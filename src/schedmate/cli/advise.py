@@ -122,7 +122,18 @@ def history_stats(
     if as_json:
         typer.echo(json.dumps(out, allow_nan=False))
     else:
-        console.print({k: v for k, v in out.items() if k != "schema_version"})
+        console.print(f"store     {out['store']}", highlight=False)
+        console.print(f"jobs      {out['jobs']:,}", highlight=False)
+        console.print(f"embedder  {out.get('embedder') or '-'}", highlight=False)
+        cal = out.get("calibration") or {}
+        if cal:
+            console.print("calibration of the metadata fallback:", highlight=False)
+            for k, v in cal.items():
+                console.print(
+                    f"  {k:<24} {v:.3g}" if isinstance(v, float) else f"  {k:<24} {v}", highlight=False
+                )
+        else:
+            console.print("calibration  none yet (needs jobs that ended normally)", highlight=False)
 
 
 def render_advice(a: Advice) -> Table:

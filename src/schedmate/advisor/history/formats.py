@@ -179,6 +179,8 @@ def read_jobs(path: str | Path, *, need_duration: bool) -> Iterator[JobRecord | 
                 bad_run += 1
                 yield LineError(no, "binary data (NUL byte), not a JSON line")
                 continue
+            if no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark (editors on Windows write one)
             text = raw.decode("utf-8", errors="replace").strip()
             if not text or text.startswith("#"):
                 continue

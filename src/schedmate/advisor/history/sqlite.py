@@ -147,6 +147,16 @@ class SqliteHistoryStore:
         db = None
         try:
             db = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, check_same_thread=False)
+            if exists:
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if tables and "meta" not in tables:
+                    db.close()
+                    db = None
+                    shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+                    raise InputError(
+                        f"{self.path}: an SQLite database of another program (tables: {shown}), "
+                        "not a history store; left untouched, give a new store path"
+                    )
             db.executescript(_SCHEMA)
             db.execute("PRAGMA journal_mode=WAL")
             return db
