@@ -322,3 +322,33 @@ def test_bad_sizes(tmp_path: Path) -> None:
         list(iter_lines_reverse(p, block_bytes=0))
     with pytest.raises(ValueError):
         list(iter_lines(p, max_line_chars=0))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_reverse_reading_passes_over_nul_blocks_and_holes_with_the_same_lines(
+    tmp_path: Path, seed: int
+) -> None:
+    """Runs of NULs (a preallocated log) and sparse holes are skipped, not read as one huge
+    line; the lines are exactly those of a forward read."""
+    import random
+
+    rng = random.Random(seed)
+    p = tmp_path / "sparse.log"
+    with p.open("wb") as fh:
+        for _ in range(rng.randint(1, 6)):
+            parts = [
+                rng.choice([b"step 1 loss 2.0\n", b"abc", b"\r", b"\n", b"x" * rng.randint(1, 40), b"\r\n"])
+            ]
+            fh.write(b"".join(parts * rng.randint(1, 20)))
+            gap = rng.randint(1, 5000)
+            if rng.random() < 0.5:
+                fh.seek(gap, 1)  # a hole
+            else:
+                fh.write(b"\0" * gap)
+        if rng.random() < 0.5:
+            fh.write(b"tail line\n")
+        fh.truncate(fh.tell() + rng.choice([0, 0, 3000]))
+    cut = [t.text for t in iter_lines(p, max_line_chars=50)][::-1]
+    for block in (7, 64, 1024):
+        assert list(iter_lines_reverse(p, block_bytes=block, max_line_chars=50)) == cut, block
+    assert list(iter_lines_reverse(p)) == [t.text for t in iter_lines(p)][::-1]

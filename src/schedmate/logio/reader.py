@@ -379,6 +379,36 @@ def _line_head(fh: BinaryIO, start: int, end: int, max_line_chars: int) -> str |
     return splitter.finish()
 
 
+_MAX_HOLES = 4096
+
+
+def _holes(fh: BinaryIO, size: int) -> list[tuple[int, int]]:
+    """The holes of a sparse file, (start, end) in file order (empty when the file system
+    cannot tell or the file has too many to list)."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+    if seek_data is None or seek_hole is None:
+        return []
+    fd = fh.fileno()
+    out: list[tuple[int, int]] = []
+    pos = 0
+    try:
+        while pos < size and len(out) < _MAX_HOLES:
+            hole = os.lseek(fd, pos, seek_hole)
+            if hole >= size:
+                break
+            try:
+                data = os.lseek(fd, hole, seek_data)
+            except OSError:  # ENXIO: no data after the hole
+                data = size
+            out.append((hole, min(data, size)))
+            pos = data
+    except OSError:
+        return []
+    finally:
+        fh.seek(0, os.SEEK_END)
+    return [] if len(out) >= _MAX_HOLES else out
+
+
 def iter_lines_reverse(
     path: str | Path,
     *,
@@ -396,13 +426,26 @@ def iter_lines_reverse(
     keep_limit = 4 * max_line_chars + 8
     with _open(Path(path)) as fh:
         pos = fh.seek(0, os.SEEK_END)
-        kept = b""  # file bytes [pos, pos + len(kept)): the start of lines not yet yielded
+        holes = _holes(fh, pos)
+        kept = b""  # the start of lines not yet yielded: file bytes [pos, kept_end), NULs skipped
+        kept_end = pos
         long_end = -1  # >= 0: bytes [pos, long_end) lie in one line too long to keep
         while pos > 0:
+            # NUL bytes are no text (clean_text drops them): a sparse file's holes and blocks of
+            # NULs (a preallocated or crashed log) are passed over without keeping them
+            while holes and holes[-1][0] >= pos:
+                holes.pop()
+            if holes and holes[-1][1] >= pos:
+                pos = holes.pop()[0]
+                continue
             start = max(0, pos - block_bytes)
+            if holes and holes[-1][1] > start:
+                start = holes[-1][1]  # read only the data after the hole below
             fh.seek(start)
             block = fh.read(pos - start)
             pos = start
+            if block.count(0) == len(block):
+                continue
             if long_end >= 0:
                 c = _last_line_start(block, fh, start)
                 if c < 0 and start == 0:
@@ -412,18 +455,25 @@ def iter_lines_reverse(
                     if text is not None:
                         yield text
                     kept, long_end = block[:c], -1
+                    kept_end = start + c
                 continue
+            buf_end = kept_end if kept else start + len(block)
             buf = block + kept if kept else block
             c = _first_line_start(buf) if start > 0 else 0  # kept ends where a line starts
             if c < 0 or c == len(buf):
-                kept = buf
+                kept, kept_end = buf, buf_end
                 if len(kept) > keep_limit:
-                    kept, long_end = b"", start + len(buf)
+                    kept, long_end = b"", buf_end
                 continue
             lines = split_lines(clean_text(buf[c:]))
             kept = buf[:c]
+            kept_end = start + c if c <= len(block) else buf_end - (len(buf) - c)
             for s in reversed(lines):
                 yield s if len(s) <= max_line_chars else s[:max_line_chars]
+        if long_end >= 0:  # a too-long line that starts the file (its first bytes were NULs)
+            text = _line_head(fh, 0, long_end, max_line_chars)
+            if text is not None:
+                yield text
         if kept:  # the lines before a too-long line that started in the first block
             for s in reversed(split_lines(clean_text(kept))):
                 yield s if len(s) <= max_line_chars else s[:max_line_chars]
