@@ -55,3 +55,17 @@ def test_a_boosting_round_scoring_a_set_named_by_the_user_is_evaluation() -> Non
     lines = [f"[{i}]\ttraining's l2: 0.{90 - i}\tholdout's l2: 0.{95 - i}" for i in (10, 11)]
     r = run(lines)
     assert r.step == 11 and r.loss == 0.79
+
+
+def test_a_bar_under_an_epoch_heading_reports_that_epoch() -> None:
+    lines = [
+        "Epoch 1/8",
+        "300/300 [==============================] - 7s 22ms/step - loss: 0.70",
+        "Epoch 2/8",
+        "90/300 [========>.....................] - ETA: 4s - loss: 0.61\r100/300 [=========>....................] - ETA: 4s - loss: 0.60",
+    ]
+    r = run(lines)
+    assert (r.epoch, r.step, r.total_steps) == (2, 100, 300)
+    assert abs(r.progress - 400 / 2400) < 1e-3
+    # a line that states its own epoch keeps it
+    assert run(["Epoch 3/8", "epoch 5 iter 10/300 loss 0.5"]).epoch == 5

@@ -319,6 +319,9 @@ def summarize(
     ):
         step_time = batch_size / thr.value
 
+    epoch = values.get("epoch")
+    if epoch is None and anchor is not None:
+        epoch = _heading_epoch(train, anchor)
     loss = values.get("loss")
     progress = eta = None
     rem = values.get("remaining_s")
@@ -339,7 +342,7 @@ def summarize(
         last_progress_line_no=last.line_no if last.line_no > 0 else None,
         step=step,
         total_steps=total,
-        epoch=values.get("epoch"),  # type: ignore[arg-type]
+        epoch=epoch,  # type: ignore[arg-type]
         loss=loss if isinstance(loss, float) and not math.isnan(loss) else None,
         loss_is_nan=isinstance(loss, float) and math.isnan(loss),
         step_time_s=step_time if isinstance(step_time, float) and step_time > 0 else None,
@@ -500,6 +503,19 @@ def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bo
         return statistics.median(own) <= 0.25
     dt = statistics.median(g for g, _, _ in gaps)
     return dt > 0 and abs(t - dt) <= 0.25 * dt
+
+
+def _heading_epoch(train: Sequence[tuple[ProgressSample, bool]], anchor: ProgressSample) -> float | None:
+    """The epoch a bar runs in when only a heading before it names it (`Epoch 2/10`, then
+    `130/500 [===>...]`): the latest epoch-only line before the anchor."""
+    seen = False
+    for s, _ in reversed(train):
+        seen = seen or s is anchor
+        if not seen or s is anchor:
+            continue
+        if s.epoch is not None:
+            return s.epoch if s.step is None or s.step == s.epoch else None
+    return None
 
 
 def _global_step(s: ProgressSample) -> float:
