@@ -69,3 +69,16 @@ def test_a_bar_under_an_epoch_heading_reports_that_epoch() -> None:
     assert abs(r.progress - 400 / 2400) < 1e-3
     # a line that states its own epoch keeps it
     assert run(["Epoch 3/8", "epoch 5 iter 10/300 loss 0.5"]).epoch == 5
+
+
+def test_the_eta_comes_from_the_timestamps_when_no_line_states_a_step_time() -> None:
+    lines = [
+        f"[2025-03-02 08:{m:02d}:00] it {i}/2000 | train loss {3.0 - i / 1000:.3f}"
+        for m, i in ((0, 400), (2, 500), (4, 600))
+    ]
+    r = run(lines)
+    assert r.step_time_s is None  # the field says what the lines say
+    assert r.eta_s is not None and abs(r.eta_s - 1400 * 1.2) < 1e-6  # 120 s per 100 steps
+    # a stated step time still decides
+    r = run([ln + " | 0.5 s/it" for ln in lines])
+    assert r.step_time_s == 0.5 and abs(r.eta_s - 1400 * 0.5) < 1e-6

@@ -329,7 +329,7 @@ def summarize(
     if step is not None and total and anchor is not None:
         done, whole = _run_position(train, anchor, step, total)
         progress = min(max(done / whole, 0.0), 1.0)
-        rate = _recent_step_time(train, eta_window) or step_time
+        rate = _recent_step_time(train, eta_window) or step_time or _timestamp_rate(train, eta_window)
         if isinstance(rate, float) and rate > 0:
             eta = max(whole - done, 0) * rate
     if eta is None:
@@ -769,6 +769,23 @@ def _recent_step_time(train: Sequence[tuple[ProgressSample, bool]], window: int)
     """Median of the recent stated step times (robust to one slow logging step)."""
     times = [s.step_time_s for s, _ in train[-window:] if s.step_time_s]
     return statistics.median(times) if times else None
+
+
+def _timestamp_rate(train: Sequence[tuple[ProgressSample, bool]], window: int) -> float | None:
+    """Seconds per step from the timestamps of the recent reports when no line states a step
+    time (for the ETA only: the step time field stays what the lines say). The median over
+    consecutive reports whose step and time both advanced."""
+    pts = [
+        (s.timestamp, _global_step(s))
+        for s, bar in train[-window:]
+        if not bar and s.timestamp and s.step is not None
+    ]
+    rates = [
+        (t1 - t0) / (g1 - g0)
+        for (t0, g0), (t1, g1) in zip(pts, pts[1:], strict=False)
+        if g1 > g0 and t1 >= t0
+    ]
+    return statistics.median(rates) if rates and statistics.median(rates) > 0 else None
 
 
 def with_events(result: TrackResult, events: Iterable[TrackEvent]) -> TrackResult:
