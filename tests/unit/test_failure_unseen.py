@@ -195,3 +195,14 @@ def test_a_file_that_only_looks_regular_is_refused_without_waiting(h: FailureHan
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert "InputError: /proc/kmsg: gives no data without waiting" in out.stderr
     assert "without waiting" in (h.diagnose("/proc/kmsg").error or "")
+
+
+@pytest.mark.parametrize(("sig", "kind"), [(9, "process_killed_sigkill"), (15, "terminated_by_signal")])
+def test_the_controllers_record_of_a_signal_is_the_cause(h: FailureHandler, sig: int, kind: str) -> None:
+    lines = [
+        "[2025-01-09T08:00:01.002] sched: Allocate JobId=5521 NodeList=gn07 #CPUs=8 Partition=a100",
+        f"[2025-01-09T09:14:40.771] _job_complete: JobId=5521 WTERMSIG {sig}",
+        "[2025-01-09T09:14:40.772] _job_complete: JobId=5521 done",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.kind == kind and r.category == "infrastructure"
