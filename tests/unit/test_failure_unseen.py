@@ -206,3 +206,40 @@ def test_the_controllers_record_of_a_signal_is_the_cause(h: FailureHandler, sig:
     ]
     r = h.diagnose_lines(lines)
     assert r.root_cause_line_no == 2 and r.kind == kind and r.category == "infrastructure"
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "slurmstepd: error: *** JOB 88 ON cn-12 CANCELLED AT 2025-06-01T10:00:00 DUE TO TIME LIMIT ***",
+        "slurmstepd: error: Detected 2 oom-kill event(s) in StepId=88.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.",
+        "=>> PBS: job killed: walltime 86430 exceeded limit 86400",
+    ],
+)
+def test_a_startup_complaint_the_job_survived_yields_to_the_schedulers_verdict(
+    h: FailureHandler, verdict: str
+) -> None:
+    lines = [
+        "CondaError: Run 'conda init' before 'conda activate'",
+        "2025-06-01 08:00:01.5: W core/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; "
+        "dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory",
+        "",
+        verdict,
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line == verdict and r.category == "infrastructure"
+
+
+def test_an_exception_that_ended_the_program_keeps_its_place_before_a_time_limit(h: FailureHandler) -> None:
+    """One rank crashed, the others hung until the limit: the crash is the cause."""
+    lines = [
+        "step 40 loss 2.0",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        "ValueError: mask has 3 channels, expected 1",
+        "slurmstepd: error: *** JOB 91 ON cn-3 CANCELLED AT 2025-06-01T10:00:00 DUE TO TIME LIMIT ***",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 4
+    lines[1:4] = ["cn-3:77:90 [0] NCCL WARN NET/IB : Got completion from peer with error 12, opcode 0"]
+    assert h.diagnose_lines(lines).root_cause_line_no == 2  # a hang's cause stays first

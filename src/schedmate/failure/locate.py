@@ -78,6 +78,15 @@ _EXC_LINE = re.compile(
 # a traceback frame glued into a line: output of several processes interleaved mid-line
 _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+# the scheduler ended a job that was alive: what it says outranks an earlier error the job survived
+_VERDICT_KINDS = frozenset(
+    {"time_limit", "memory_limit", "host_oom_killed", "preemption", "node_failure", "kube_evicted"}
+)
+_VERDICT_HINT = re.compile(  # a cheap filter before the signatures
+    r"limit|oom|memory|preempt|node|evict|TERM_|walltime|killed|timeout|deadline|terminat|spot|heartbeat"
+    r"|connection failure|pressure",
+    re.I,
+)
 _CONTEXT_AFTER = 40
 _CONTEXT_BEFORE = 5
 _BEFORE_KEPT = 5000  # lines before the root kept for the checkpoint search
@@ -210,11 +219,36 @@ class FailureLocator:
             return None, None
         i, sig = found
         i, sig = self._refine(lines, kinds, i, sig)
+        verdict = self._later_verdict(lines, i, sig)
+        if verdict is not None:
+            return verdict
         if _CASCADE.search(lines[i]) and 0 < last_progress <= i:
             earlier = self._cause_behind_progress(lines, last_progress)
             if earlier is not None:
                 return earlier
         return i, sig
+
+    def _later_verdict(
+        self, lines: Sequence[str], i: int, sig: Signature | None
+    ) -> tuple[int, Signature] | None:
+        """The scheduler ended a job that was still running (its time limit, a memory limit's
+        kill, a preemption, a node failure): an earlier error the job went on after (a shell's
+        `conda activate` complaint, a library's warning) did not end it. Exceptions that end
+        a traceback, native fatal lines and platform faults (a hang's cause) keep their place."""
+        text = lines[i]
+        if sig is not None and sig.category == "infrastructure" and not sig.generic:
+            return None
+        if _NATIVE_FATAL.search(text) or _WHAT.match(text) or sig is not None and sig.kind in _VERDICT_KINDS:
+            return None
+        if any(_TRACEBACK.search(t) for t in lines[max(0, i - 500) : i]):
+            return None
+        for j in range(i + 1, min(len(lines), i + 5000)):
+            if not _VERDICT_HINT.search(lines[j]):
+                continue
+            s2 = self._strong(lines[j], _REGION_FLOOR)
+            if s2 is not None and s2.kind in _VERDICT_KINDS and not _is_frame(lines[j]):
+                return j, s2
+        return None
 
     def _cause_behind_progress(
         self, lines: Sequence[str], last_progress: int
