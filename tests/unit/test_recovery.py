@@ -393,3 +393,17 @@ def test_a_cycle_snapshot_serves_every_decision_of_the_cycle() -> None:
     p2 = planner(b)  # no cycle (one `diagnose` run): the backend is asked
     p2.plan(ctx(b, "s0"), ECC)
     assert Counting.calls == calls + 1
+
+
+def test_a_callers_flags_cannot_make_an_event_systemic() -> None:
+    """Diagnoses run with caller-given nodes (dry runs of `diagnose --nodes`) are not the
+    scheduler's facts: many of them must not block the drain of a node the scheduler reports down."""
+    b = cluster(nodes=[f"n{i}" for i in range(1, 9)])
+    p = planner(b, max_suspect_nodes=3)
+    for i in range(2, 8):
+        p.recover(JobContext(f"c{i}", user="mallory", nodes=(f"n{i}",)), ECC)
+    p.new_cycle()
+    b.nodes["n1"] = NodeView("n1", NodeState.DOWN)
+    got = fail_on(p, b, "j1", "ann", "n1")
+    assert RecoveryKind.DRAIN_NODE in kinds(got)
+    assert not any("systemic" in a.reason for a in got)

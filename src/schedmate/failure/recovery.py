@@ -407,6 +407,8 @@ class RecoveryPlanner:
         events = self.audit.infra_events(since)
         by_node: dict[str, list[dict[str, Any]]] = {}
         for r in events:
+            if r.get("facts_from") != "scheduler":
+                continue  # a caller's flags (a dry run's --nodes) neither corroborate nor make an event systemic
             for n in r.get("suspect_nodes") or []:
                 by_node.setdefault(str(n), []).append(r)
         suspect_now = set(by_node) | set(suspects)
