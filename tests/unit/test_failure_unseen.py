@@ -243,3 +243,27 @@ def test_an_exception_that_ended_the_program_keeps_its_place_before_a_time_limit
     assert h.diagnose_lines(lines).root_cause_line_no == 4
     lines[1:4] = ["cn-3:77:90 [0] NCCL WARN NET/IB : Got completion from peer with error 12, opcode 0"]
     assert h.diagnose_lines(lines).root_cause_line_no == 2  # a hang's cause stays first
+
+
+def test_a_monitors_nearly_full_warning_names_the_disk_before_the_write_fails(h: FailureHandler) -> None:
+    warn = "(agent) [2025-02-01 10:00:00,001 E 77 88] fs_monitor.cc:40: /scratch/spill is over 97% full, available 0.5 GB"
+    lines = [
+        "step 400 loss 1.2",
+        warn,
+        "Traceback (most recent call last):",
+        '  File "ckpt.py", line 3, in save',
+        "OSError: [Errno 28] No space left on device: '/scratch/spill/ckpt-400'",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line == warn and r.kind == "disk_full"
+
+
+def test_ncclS_shared_memory_segment_failure_is_the_cause(h: FailureHandler) -> None:
+    first = "pod-7:41:90 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-x (size 4194304)"
+    lines = [
+        first,
+        "pod-7:41:90 [0] NCCL INFO transport/shm.cc:101 -> 2",
+        "pod-7:41:90 [0] NCCL INFO init.cc:766 -> 2",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 1 and r.kind == "shm_exhausted"
