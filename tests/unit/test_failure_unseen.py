@@ -267,3 +267,49 @@ def test_ncclS_shared_memory_segment_failure_is_the_cause(h: FailureHandler) -> 
     ]
     r = h.diagnose_lines(lines)
     assert r.root_cause_line_no == 1 and r.kind == "shm_exhausted"
+
+
+def test_an_exception_name_whose_message_comes_lines_below(h: FailureHandler) -> None:
+    msg = "Out of memory error on device 1. Cannot allocate 64.0MB memory on device 1, 15.5GB memory has been allocated."
+    lines = [
+        "epoch 3 batch 90 loss 0.7",
+        "----------------------",
+        "MemoryExhaustedError:",
+        "",
+        msg,
+        "",
+        "Please check ...",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line == msg and r.kind == "oom_cuda"
+    # an exception name with nothing specific below stays the root
+    lines = ["epoch 3 batch 90 loss 0.7", "SomeLibraryError:", "", "see the docs"]
+    assert h.diagnose_lines(lines).root_cause_line_no == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "category"),
+    [
+        (
+            "[09:01:02] src/storage/pool.h:84: cudaMalloc retry failed: out of memory",
+            "oom_cuda",
+            "application",
+        ),
+        (
+            "OSError: Unable to create file (unable to open file: name = 'ck/w.h5', errno = 70, "
+            "error message = 'communication error on send')",
+            "io_error",
+            "infrastructure",
+        ),
+        (
+            "RuntimeError: TPU initialization failed: open(/dev/accel3): Device or resource busy",
+            "gpu_busy_unavailable",
+            "infrastructure",
+        ),
+    ],
+)
+def test_more_frameworks_words_for_known_faults(
+    h: FailureHandler, line: str, kind: str, category: str
+) -> None:
+    r = h.diagnose_lines(["[12] Train-acc=0.81", line])
+    assert r.root_cause_line == line and r.kind == kind and r.category == category

@@ -77,6 +77,7 @@ _EXC_LINE = re.compile(
 )
 # a traceback frame glued into a line: output of several processes interleaved mid-line
 _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
+_EMPTY_EXC = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")  # an exception's name, its message below
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 # the scheduler ended a job that was alive: what it says outranks an earlier error the job survived
 _VERDICT_KINDS = frozenset(
@@ -293,6 +294,12 @@ class FailureLocator:
         """Prefer the line that names the cause over one that only reports a failure:
         a bare error message (`main failed`) yields to the next specific signature or
         exception line."""
+        if _EMPTY_EXC.match(lines[i]):
+            # `ResourceExhaustedError:` with its message a few lines below (Paddle's boxed report)
+            for j in range(i + 1, min(len(lines), i + 6)):
+                s2 = self._strong(lines[j])
+                if s2 is not None and not s2.generic:
+                    return self._defer(lines, j, s2)
         specific = sig is not None and not sig.generic
         # an error print without a strong signature (`Error executing job with overrides:
         # [...]`) is only a report until a later exception line shows it stated the cause
