@@ -245,19 +245,6 @@ def test_an_exception_that_ended_the_program_keeps_its_place_before_a_time_limit
     assert h.diagnose_lines(lines).root_cause_line_no == 2  # a hang's cause stays first
 
 
-def test_a_monitors_nearly_full_warning_names_the_disk_before_the_write_fails(h: FailureHandler) -> None:
-    warn = "(agent) [2025-02-01 10:00:00,001 E 77 88] fs_monitor.cc:40: /scratch/spill is over 97% full, available 0.5 GB"
-    lines = [
-        "step 400 loss 1.2",
-        warn,
-        "Traceback (most recent call last):",
-        '  File "ckpt.py", line 3, in save',
-        "OSError: [Errno 28] No space left on device: '/scratch/spill/ckpt-400'",
-    ]
-    r = h.diagnose_lines(lines)
-    assert r.root_cause_line == warn and r.kind == "disk_full"
-
-
 def test_ncclS_shared_memory_segment_failure_is_the_cause(h: FailureHandler) -> None:
     first = "pod-7:41:90 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-x (size 4194304)"
     lines = [
@@ -313,3 +300,21 @@ def test_more_frameworks_words_for_known_faults(
 ) -> None:
     r = h.diagnose_lines(["[12] Train-acc=0.81", line])
     assert r.root_cause_line == line and r.kind == kind and r.category == category
+
+
+def test_a_users_print_quoting_a_platform_message_is_not_the_fault(h: FailureHandler) -> None:
+    """Session-11 break test #3: a job's own line that quotes an NCCL or scheduler message
+    (a retry note, a docstring printed) must not become an infrastructure root cause."""
+    lines = [
+        "step 120 loss 0.8",
+        'note: last week run hit "NCCL WARN NET/IB : Got completion from peer with error 12", retrying is enabled',
+        "info: see 'slurmstepd: error: *** JOB 1 ON gpu-02 CANCELLED AT 2024-01-01 DUE TO NODE FAILURE ***'",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 30, in <module>',
+        "IndexError: index 12 is out of bounds for dimension 0 with size 12",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 6 and r.category == "application"
+    # the platform's own line that quotes a word still matches
+    own = "gpu-9:12:40 [1] NCCL WARN Cuda failure 'out of memory'"
+    assert h.diagnose_lines(["step 1 loss 2", own]).root_cause_line == own

@@ -78,6 +78,8 @@ _EXC_LINE = re.compile(
 # a traceback frame glued into a line: output of several processes interleaved mid-line
 _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _EMPTY_EXC = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")  # an exception's name, its message below
+_QUOTED = re.compile(r"\"[^\"]{4,}\"|'[^']{4,}'")  # a quotation of at least a few characters
+_QUOTE_SCAN = 4096
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 # the scheduler ended a job that was alive: what it says outranks an earlier error the job survived
 _VERDICT_KINDS = frozenset(
@@ -129,6 +131,22 @@ class Located:
 def _encoding_of(path: Path) -> str | None:
     with open_log(path) as fh:
         return detect_encoding(fh.read(64 * 1024))
+
+
+def _quoted_only(sig: Signature, text: str) -> bool:
+    """The signature matches only inside quotes of a line that is no exception (a user's own
+    print quoting an NCCL or scheduler message): a quotation, not the fault happening."""
+    if "'" not in text and '"' not in text or _EXC_LINE.match(text):
+        return False
+    spans = [m.span() for m in _QUOTED.finditer(text[:_QUOTE_SCAN])]
+    if not spans:
+        return False
+    found = False
+    for m in sig.regex.finditer(text[:_QUOTE_SCAN]):
+        found = True
+        if not any(a < m.start() and m.end() < b for a, b in spans):
+            return False
+    return found
 
 
 def _is_frame(text: str) -> bool:
@@ -189,7 +207,9 @@ class FailureLocator:
     def _strong(self, text: str, floor: float = _STRONG) -> Signature | None:
         """A specific signature sure enough to mark a line as a cause on its own."""
         sig = self.kb.match(text, include_generic=False)
-        return sig if sig is not None and sig.confidence >= floor else None
+        if sig is None or sig.confidence < floor:
+            return None
+        return None if _quoted_only(sig, text) else sig
 
     def _candidate(self, text: str, kind: LineKind, floor: float = _STRONG) -> Signature | bool:
         if _GLUED_FRAME.match(text):
@@ -199,6 +219,11 @@ class FailureLocator:
             return sig
         if _is_frame(text):
             return False
+        quoted = ("'" in text or '"' in text) and _QUOTED.search(text[:_QUOTE_SCAN]) is not None
+        if quoted:  # what a quotation says is not said by the line (a print quoting an error)
+            text = _QUOTED.sub(lambda m: " " * len(m[0]), text[:_QUOTE_SCAN])
+            if kind is LineKind.ERROR:
+                kind = self.classifier.classify_batch([text])[0]
         if kind is LineKind.ERROR:
             return True
         stated = bool(_NATIVE_FATAL.search(text) or _ERROR_WORD.match(text))
