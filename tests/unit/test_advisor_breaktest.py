@@ -194,3 +194,12 @@ def test_history_stats_is_readable_text(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, [*base, "history", "stats", "--store", str(store)])
     assert res.exit_code == 0 and "{" not in res.output
     assert "jobs      1" in res.output and "embedder" in res.output
+
+
+@pytest.mark.parametrize("flag", [["--gpus", "99999999999"], ["--nodes", "10000000"]])
+def test_advise_refuses_an_absurd_allocation_at_the_flag(tmp_path: Path, flag: list[str]) -> None:
+    code = tmp_path / "job"
+    code.mkdir()
+    (code / "train.py").write_text("print('hi')\n")
+    res = CliRunner().invoke(app, ["--embedder", "none", "advise", "--code", str(code), *flag])
+    assert res.exit_code == 2 and "less than or equal" in res.output

@@ -178,9 +178,9 @@ def advise(
         str | None, typer.Option("--cmd", help="Launch command, run from the code directory.")
     ] = None,
     gpus: Annotated[
-        int | None, typer.Option("--gpus", min=0, help="GPUs the scheduler will give the job.")
+        int | None, typer.Option("--gpus", min=0, max=1_000_000, help="GPUs the scheduler will give the job.")
     ] = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", min=1)] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", min=1, max=100_000)] = None,
     gpu_model: Annotated[str | None, typer.Option("--gpu-model")] = None,
     user: Annotated[str | None, typer.Option("--user")] = None,
     name: Annotated[str | None, typer.Option("--name")] = None,
