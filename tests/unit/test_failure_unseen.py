@@ -318,3 +318,23 @@ def test_a_users_print_quoting_a_platform_message_is_not_the_fault(h: FailureHan
     # the platform's own line that quotes a word still matches
     own = "gpu-9:12:40 [1] NCCL WARN Cuda failure 'out of memory'"
     assert h.diagnose_lines(["step 1 loss 2", own]).root_cause_line == own
+
+
+@pytest.mark.parametrize(
+    "glued",
+    [
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "RuntimeError: DataLoader worker (pid 31) exited unexpectedly with exit code 1",
+        "terminate called after throwing an instance of 'std::bad_alloc'",
+    ],
+)
+def test_an_error_glued_after_the_last_bar_redraw_is_the_cause(h: FailureHandler, glued: str) -> None:
+    bar = "Epoch 2: 100%|##########| 40/40 [00:12<00:00,  3.31it/s, loss=0.412]"
+    lines = [
+        "Epoch 1: 100%|##########| 40/40 [00:12<00:00,  3.30it/s, loss=0.52]",
+        bar + glued,
+        "exit status 2",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 2
+    # a bar alone (its metrics look like an error print's numbers) is no cause
+    assert h.diagnose_lines(["epoch 1", bar, "done"]).root_cause_line is None

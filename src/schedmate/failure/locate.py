@@ -61,7 +61,10 @@ _ERROR_WORD = re.compile(
 _NATIVE_FATAL = re.compile(
     r"^\s*F\d{4} \d\d:\d\d:\d\d|\bCheck failed:|\bFATAL\b.{0,80}\.(?:cc|cpp|cu|h):\d+\]"
     r"|\b\w*(?:Check|CHECK)[ _](?:FAIL|FAILED)\b"  # a check macro's report: `cudaCheck FAIL file=...`
+    r"|(?:^|[\]\s])panic: \S"  # a Go runtime's panic (a logger's or a launcher's service)
 )
+# an error written after a progress bar's last redraw, with no line break between (`...it/s]panic: ...`)
+_GLUED_AFTER_BAR = re.compile(r"\]\s*(?:panic: |terminate called|fatal error:|[\w.]*(?:Error|Exception): )")
 _METRIC = re.compile(r"\d\.\d")
 # inside a traceback: an ASCII-boxed frame (`| /path/x.py:12 in f |`, `+----+`)
 _ASCII_BOX = re.compile(r"^\s*(?:\|\s|\+[-=+]{3,})")
@@ -228,7 +231,9 @@ class FailureLocator:
             return True
         stated = bool(_NATIVE_FATAL.search(text) or _ERROR_WORD.match(text))
         # a progress line's metrics (`val error: 0.31`) are not an error print
-        return stated and not (kind is LineKind.PROGRESS and _METRIC.search(text))
+        if kind is LineKind.PROGRESS and _METRIC.search(text):
+            return _GLUED_AFTER_BAR.search(text) is not None
+        return stated
 
     def pick(
         self, lines: Sequence[str], kinds: Sequence[LineKind] | None = None
