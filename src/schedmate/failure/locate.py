@@ -16,7 +16,12 @@ bounded memory. Inside the chosen region the rules pick the root cause:
 - native fatal lines (glog `F0101 ...`, `Check failed: ...`) are causes, the `Aborted`
   after them is not; boxed (rich) tracebacks and rank-prefixed frames are frames;
 - a symptom signature (`defer_to` in the knowledge base) yields to a line shortly after it
-  that names the real fault (a socket error, then the GPU fault that killed the peer).
+  that names the real fault (a socket error, then the GPU fault that killed the peer);
+- the scheduler's verdict on a job that was still running (time limit, memory-limit kill,
+  preemption, node failure) outranks an earlier error the job went on after; an exception
+  that ended a traceback, a native fatal line and a platform fault keep their place;
+- what a line only quotes (`saw "NCCL WARN ..."` in a user's print) is not said by it;
+- an error glued after a progress bar's last redraw (`...it/s]panic: ...`) is a cause.
 """
 
 from __future__ import annotations
