@@ -338,3 +338,54 @@ def test_an_error_glued_after_the_last_bar_redraw_is_the_cause(h: FailureHandler
     assert h.diagnose_lines(lines).root_cause_line_no == 2
     # a bar alone (its metrics look like an error print's numbers) is no cause
     assert h.diagnose_lines(["epoch 1", bar, "done"]).root_cause_line is None
+
+
+def test_a_wrapper_whose_remote_traceback_goes_on_yields_to_the_remote_error(h: FailureHandler) -> None:
+    """A task framework re-raises a worker's error: its exception line is followed by the
+    worker's own frames; the exception ending those frames is the cause."""
+    lines = [
+        "Trial failed (attempt 1)",
+        "Traceback (most recent call last):",
+        '  File "/opt/fw/runner.py", line 90, in fetch',
+        "    raise value.as_cause()",
+        "fw.exceptions.TaskError(ValueError): fw::Learner.step() (pid=812, ip=10.0.0.4)",
+        *[
+            f'  File "/srv/job/layer{k}.py", line {k + 10}, in call{k}\n    return self.inner(x)'
+            for k in range(20)
+        ],
+        "ValueError: replay buffer holds 0 transitions, need 256",
+        "",
+    ]
+    lines = [part for ln in lines for part in ln.split("\n")]  # a deep remote stack: 40 frame lines
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line == "ValueError: replay buffer holds 0 transitions, need 256"
+    assert r.category == "application"
+    # interleaved ranks: another rank's frames after this rank's exception do not move it
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "t.py", line 3, in <module>',
+        "[rank0]: KeyError: 'input_ids'",
+        '[rank1]:   File "t.py", line 3, in <module>',
+        "[rank1]: KeyError: 'input_ids'",
+    ]
+    assert h.diagnose_lines(lines).root_cause_line_no == 3
+
+
+def test_a_structured_error_records_message_field_is_not_a_quotation(h: FailureHandler) -> None:
+    lines = [
+        "ERROR: RunFailedException:",
+        "{",
+        '    "error": {',
+        '        "code": "UserError",',
+        '        "message": "User script failed with ModuleNotFoundError: No module named \'torchaudio\'",',
+        "    }",
+        "}",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 5 and r.kind == "import_error"
+
+
+def test_a_cloud_replicas_memory_kill_is_a_host_oom(h: FailureHandler) -> None:
+    line = "The replica worker 3 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)."
+    r = h.diagnose_lines(["step 90 loss 1.1", line])
+    assert r.root_cause_line == line and r.category == "infrastructure"

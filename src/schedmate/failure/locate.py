@@ -88,6 +88,9 @@ _GLUED_FRAME = re.compile(r"\S.*\bFile \"[^\"]+\", line \d+")
 _EMPTY_EXC = re.compile(r"^\s*[\w.]*(?:Error|Exception)\s*:?\s*$")  # an exception's name, its message below
 _QUOTED = re.compile(r"\"[^\"]{4,}\"|'[^']{4,}'")  # a quotation of at least a few characters
 _QUOTE_SCAN = 4096
+# a field of a structured record (`"message": "User program failed with ..."`): its quoted value
+# is what the record says, not a quotation
+_JSON_FIELD = re.compile(r'^\s*"[\w .-]{1,40}"\s*:\s*"')
 _CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 # the scheduler ended a job that was alive: what it says outranks an earlier error the job survived
 _VERDICT_KINDS = frozenset(
@@ -144,7 +147,7 @@ def _encoding_of(path: Path) -> str | None:
 def _quoted_only(sig: Signature, text: str) -> bool:
     """The signature matches only inside quotes of a line that is no exception (a user's own
     print quoting an NCCL or scheduler message): a quotation, not the fault happening."""
-    if "'" not in text and '"' not in text or _EXC_LINE.match(text):
+    if "'" not in text and '"' not in text or _EXC_LINE.match(text) or _JSON_FIELD.match(text):
         return False
     spans = [m.span() for m in _QUOTED.finditer(text[:_QUOTE_SCAN])]
     if not spans:
@@ -227,7 +230,11 @@ class FailureLocator:
             return sig
         if _is_frame(text):
             return False
-        quoted = ("'" in text or '"' in text) and _QUOTED.search(text[:_QUOTE_SCAN]) is not None
+        quoted = (
+            ("'" in text or '"' in text)
+            and not _JSON_FIELD.match(text)
+            and _QUOTED.search(text[:_QUOTE_SCAN]) is not None
+        )
         if quoted:  # what a quotation says is not said by the line (a print quoting an error)
             text = _QUOTED.sub(lambda m: " " * len(m[0]), text[:_QUOTE_SCAN])
             if kind is LineKind.ERROR:
@@ -380,8 +387,25 @@ class FailureLocator:
                 j += 1
                 continue
             if _EXC_LINE.match(text) or ":" in text:
+                if (k := self._frames_resume(lines, j)) is not None and k < end:
+                    j = k  # a wrapper re-raising a remote error (Ray, Tune): its traceback goes on
+                    continue
                 return j, self.kb.match(text)
             j += 1
+        return None
+
+    @staticmethod
+    def _frames_resume(lines: Sequence[str], j: int) -> int | None:
+        """Where frames of the same process continue right after the exception line j (within
+        two lines: a remote task's header), else None."""
+        own = m[0] if (m := _RANK_PREFIX.match(lines[j])) else ""
+        for k in range(j + 1, min(len(lines), j + 4)):
+            t = lines[k]
+            if _FILE_FRAME.match(t):
+                other = m2[0] if (m2 := _RANK_PREFIX.match(t)) else ""
+                return k if other == own else None
+            if not t.strip() or _TRACEBACK.search(t) or _CHAIN.search(t) or _EXC_LINE.match(t):
+                return None
         return None
 
     # -- files ------------------------------------------------------------------------------
