@@ -26,6 +26,7 @@ bounded memory. Inside the chosen region the rules pick the root cause:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,7 +44,6 @@ from schedmate.logio import (
     iter_line_batches,
     open_log,
     read_decoded_lines,
-    sniff_text,
 )
 from schedmate.tracker.classify import LineClassifier
 from schedmate.tracker.templates import mask_batch
@@ -137,11 +137,6 @@ class Located:
     def after(self) -> tuple[str, ...]:
         """The root-cause line and the lines that follow it."""
         return self.context[self.root_at :]
-
-
-def _encoding_of(path: Path) -> str | None:
-    with open_log(path) as fh:
-        return detect_encoding(fh.read(64 * 1024))
 
 
 def _quoted_only(sig: Signature, text: str) -> bool:
@@ -411,11 +406,13 @@ class FailureLocator:
     # -- files ------------------------------------------------------------------------------
     def locate(self, path: str | Path) -> Located:
         p = Path(path)
-        sniff_text(p)
+        with open_log(p) as fh:  # refuses what is no text log; the head tells the encoding
+            encoding = detect_encoding(fh.read(64 * 1024))
+            size = os.fstat(fh.fileno()).st_size
         self.calls = 0
-        size = p.stat().st_size
-        encoding = _encoding_of(p) if size <= MAX_DECODED_BYTES else None
-        if encoding is not None:  # UTF-16 or a legacy CJK encoding: decoded whole (capped)
+        if (
+            encoding is not None and size <= MAX_DECODED_BYTES
+        ):  # UTF-16 or a legacy CJK encoding: decoded whole (capped)
             lines = read_decoded_lines(p, encoding)
             idx, sig = self.pick(lines)
             return self._located(lines, idx, sig, first_no=1, probes=self.calls)

@@ -16,18 +16,23 @@ from schedmate.core.errors import InputError
 from schedmate.inputs import open_regular, read_bytes
 from schedmate.logio.text import clean_text, split_lines
 
-__all__ = ["detect_encoding", "read_decoded_lines", "read_decoded_tail", "MAX_DECODED_BYTES"]
+__all__ = [
+    "detect_encoding",
+    "utf16_encoding",
+    "read_decoded_lines",
+    "read_decoded_tail",
+    "MAX_DECODED_BYTES",
+]
 
 MAX_DECODED_BYTES = 48 * 1024 * 1024  # read_decoded_lines: a whole file held as text
 _LEGACY = ("gb18030", "big5", "shift_jis")
 
 
-def detect_encoding(head: bytes) -> str | None:
-    """The encoding of a log from its first bytes; None for UTF-8 (and plain ASCII)."""
+def utf16_encoding(head: bytes) -> str | None:
+    """ "utf-16" (a byte-order mark), "utf-16-le" / "utf-16-be" (the NUL pattern of UTF-16
+    text), or None when the first bytes are not UTF-16."""
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"  # the BOM tells the byte order
-    if head.startswith(codecs.BOM_UTF8):
-        return None
     sample = head[:4096]
     if len(sample) >= 16:
         even, odd = sample[0::2], sample[1::2]
@@ -35,6 +40,15 @@ def detect_encoding(head: bytes) -> str | None:
             return "utf-16-le"
         if even.count(0) > 0.4 * len(even) and odd.count(0) < 0.05 * len(odd):
             return "utf-16-be"
+    return None
+
+
+def detect_encoding(head: bytes) -> str | None:
+    """The encoding of a log from its first bytes; None for UTF-8 (and plain ASCII)."""
+    if head.startswith(codecs.BOM_UTF8):
+        return None
+    if (utf16 := utf16_encoding(head)) is not None:
+        return utf16
     data = head.replace(b"\x00", b"")
     try:
         codecs.getincrementaldecoder("utf-8")("strict").decode(data, False)

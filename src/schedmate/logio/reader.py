@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from schedmate.core.errors import InputError
 from schedmate.core.types import LogLine
-from schedmate.logio.encoding import detect_encoding
+from schedmate.logio.encoding import utf16_encoding
 from schedmate.logio.text import IncrementalCleaner, LineSplitter, clean_text, split_lines
 
 __all__ = [
@@ -67,24 +67,23 @@ _MAGIC = (
 )
 
 
+_NOT_REGULAR = "is not a regular file (a pipe or device); save the log to a file first"
+
+
 def _open(path: Path) -> BinaryIO:
     """Open a regular file for reading; InputError naming the path otherwise."""
     try:
         st = path.stat()
         if stat.S_ISDIR(st.st_mode):
             raise InputError(f"{path}: is a directory, not a log file")
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(
-                f"{path}: is not a regular file (a pipe or device); save the log to a file first"
-            )
+        if not stat.S_ISREG(st.st_mode):  # checked before opening: opening a device can act on it
+            raise InputError(f"{path}: {_NOT_REGULAR}")
         # non-blocking: a file that only looks regular (/proc/kmsg) answers EAGAIN instead of
         # waiting forever; ordinary files ignore the flag
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise InputError(
-                    f"{path}: is not a regular file (a pipe or device); save the log to a file first"
-                )
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the check and the open
+                raise InputError(f"{path}: {_NOT_REGULAR}")
             return os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
@@ -104,8 +103,8 @@ def _binary_reason(head: bytes) -> str | None:
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return what
-    enc = detect_encoding(head)
-    if enc is not None and enc.startswith("utf-16"):
+    enc = utf16_encoding(head)
+    if enc is not None:
         # UTF-16 text: judge the characters, not the bytes (a CJK character's two bytes look
         # like control bytes once its NUL-free half is dropped)
         chars = head[: len(head) // 2 * 2].decode(enc, "replace")

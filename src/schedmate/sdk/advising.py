@@ -7,7 +7,6 @@ inside the functions, so importing this module (and `schedmate --help`) stays ch
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +147,8 @@ def import_history(
 ) -> ImportReport:
     """Import past jobs (extract metadata from their code, embed, store). One bad line or job is
     an entry of the report's `errors`; the import goes on."""
+    from schedmate.advisor import SqliteHistoryStore
+
     items, _total = read_history(file, fmt)
     location = advisor_store_path(settings, store)
     new_file = isinstance(location, Path) and not location.exists()
@@ -159,15 +160,12 @@ def import_history(
         report.stored_total = advisor.store.count()
     finally:
         advisor.store.close()
-        if new_file and isinstance(location, Path) and (report is None or report.stored_total == 0):
-            # nothing was imported: do not leave an empty store behind (a later `advise` would
-            # take it for a history)
-            for p in (
-                location,
-                *(location.with_name(location.name + x) for x in ("-wal", "-shm", ".usearch")),
-            ):
-                with contextlib.suppress(OSError):
-                    p.unlink()
+        if (
+            new_file
+            and (report is None or report.stored_total == 0)
+            and isinstance(advisor.store, SqliteHistoryStore)
+        ):
+            advisor.store.delete_files()  # a later `advise` would take an empty store for a history
     return report
 
 

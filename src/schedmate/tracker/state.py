@@ -13,7 +13,7 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -429,10 +429,7 @@ def _cumulative(train: Sequence[tuple[ProgressSample, bool]]) -> bool:
 def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
     """`Batch 4/203700`, `Batch 4/203800`, ...: a fraction whose left side stays while its right
     side grows is (epoch, step), not step of total (a total does not grow line by line)."""
-    by_stream: dict[str, list[ProgressSample]] = {}
-    for s, bar in train[-400:]:
-        if not bar and s.step is not None and s.total_steps:
-            by_stream.setdefault(_stream(s), []).append(s)
+    by_stream = _reports_by_stream(train, lambda s: s.step is not None and bool(s.total_steps))
     pairs = set()
     for key, seen in by_stream.items():
         last = seen[-8:]
@@ -450,36 +447,42 @@ def _epoch_step_pairs(train: list[tuple[ProgressSample, bool]]) -> list[tuple[Pr
     ]
 
 
+def _reports_by_stream(
+    train: Sequence[tuple[ProgressSample, bool]], keep: Callable[[ProgressSample], bool]
+) -> dict[str, list[ProgressSample]]:
+    """The recent non-bar reports that `keep` accepts, by line format (stream)."""
+    by_stream: dict[str, list[ProgressSample]] = {}
+    for s, bar in train[-400:]:
+        if not bar and keep(s):
+            by_stream.setdefault(_stream(s), []).append(s)
+    return by_stream
+
+
 def _size_beside_epoch(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
     """`Epoch: 3, Steps: 281 | ...`, `Epoch: 4, Steps: 281 | ...`: a "step" that stays the same
     while the epoch advances report after report counts nothing (the size of every epoch);
-    the epoch is the line's counter."""
-    by_stream: dict[str, list[ProgressSample]] = {}
-    for s, bar in train[-400:]:
-        if not bar and s.step is not None and s.epoch is not None and s.total_steps is None:
-            by_stream.setdefault(_stream(s), []).append(s)  # (`16/16` each epoch: a finished bar)
+    the epoch is the line's counter. (A count with its total, `16/16` each epoch, is a
+    finished bar and keeps it.)"""
+
+    def sized(s: ProgressSample) -> bool:
+        return s.step is not None and s.epoch is not None and s.total_steps is None
+
     sizes = set()
-    for key, seen in by_stream.items():
+    for key, seen in _reports_by_stream(train, sized).items():
         last = seen[-6:]
-        epochs = [s.epoch for s in last]
+        epochs = [float(s.epoch or 0) for s in last]
         if (
             len(last) >= 2
             and len({s.step for s in last}) == 1
-            and all(
-                b is not None and a is not None and b > a for a, b in zip(epochs, epochs[1:], strict=False)
-            )
-            and all(e is not None and float(e).is_integer() for e in epochs)
+            and all(b > a for a, b in zip(epochs, epochs[1:], strict=False))
+            and all(e.is_integer() for e in epochs)
         ):
             sizes.add(key)
     if not sizes:
         return train
     return [
-        (replace(s, step=int(s.epoch), total_steps=s.total_epochs), bar)
-        if not bar
-        and s.step is not None
-        and s.epoch is not None
-        and not s.total_steps
-        and _stream(s) in sizes
+        (replace(s, step=int(s.epoch or 0), total_steps=s.total_epochs), bar)
+        if not bar and sized(s) and _stream(s) in sizes
         else (s, bar)
         for s, bar in train
     ]
@@ -508,11 +511,8 @@ def _interval_time(train: Sequence[tuple[ProgressSample, bool]], t: float) -> bo
 def _heading_epoch(train: Sequence[tuple[ProgressSample, bool]], anchor: ProgressSample) -> float | None:
     """The epoch a bar runs in when only a heading before it names it (`Epoch 2/10`, then
     `130/500 [===>...]`): the latest epoch-only line before the anchor."""
-    seen = False
-    for s, _ in reversed(train):
-        seen = seen or s is anchor
-        if not seen or s is anchor:
-            continue
+    at = next((k for k in range(len(train) - 1, -1, -1) if train[k][0] is anchor), 0)
+    for s, _ in reversed(train[:at]):
         if s.epoch is not None:
             return s.epoch if s.step is None or s.step == s.epoch else None
     return None
@@ -785,7 +785,8 @@ def _timestamp_rate(train: Sequence[tuple[ProgressSample, bool]], window: int) -
         for (t0, g0), (t1, g1) in zip(pts, pts[1:], strict=False)
         if g1 > g0 and t1 >= t0
     ]
-    return statistics.median(rates) if rates and statistics.median(rates) > 0 else None
+    rate = statistics.median(rates) if rates else 0.0
+    return rate if rate > 0 else None
 
 
 def with_events(result: TrackResult, events: Iterable[TrackEvent]) -> TrackResult:

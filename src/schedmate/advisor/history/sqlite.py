@@ -459,3 +459,14 @@ class SqliteHistoryStore:
         with self._lock:
             self.flush_index()
             self._db.close()
+
+    def delete_files(self) -> None:
+        """After `close`: remove the store's file, its WAL companions and its index (an import
+        that created the store and stored nothing leaves nothing behind)."""
+        for p in (
+            self.path,
+            *(self.path.with_name(self.path.name + x) for x in ("-wal", "-shm")),
+            self.index_path,
+        ):
+            with contextlib.suppress(OSError):
+                p.unlink()
