@@ -98,7 +98,7 @@ _BAR_NOTOTAL = re.compile(
 # (repetitions are bounded: a key is a few words, and an unbounded run tried from every start
 # of a long word-character run is quadratic)
 _KEY = (
-    r"[^\W\d][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]{0,60}(?:\s?\([^)\s]{1,10}\))?){0,5}"
+    r"[^\W\d][\w./\-]{0,60}(?:\s?\((?!\d+\))[^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]{0,60}(?:\s?\((?!\d+\))[^)\s]{1,10}\))?){0,5}"
     r"(?:\s\([^()\n]{1,24}\))?"  # (`Mean loss (over 50 steps)`: a qualifier in words)
 )
 _VALUE = (
@@ -112,7 +112,7 @@ _KV = re.compile(
     + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>"
     + _KEY
-    + r")#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?"  # (`Update #130`: a number sign before the count)
+    + r")(?:#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?|\s?\((?=\d+\)))"  # (`Update #130`: a number sign before the count; `Iter(30)`)
     + _VALUE
     + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:.*0x[0-9a-fA-F]))"  # (not a stack frame's `frame #3: f + 0x1f`)
 )

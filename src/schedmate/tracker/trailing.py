@@ -45,7 +45,7 @@ def _numbers(text: str) -> int:
 
 
 _CLOCK = re.compile(r"\d+:\d\d(?::\d\d)?(?:[.,\-]\d+)?")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d+)?|(?i:nan|inf)\b)")  # a value gone NaN is a value
 
 
 @lru_cache(maxsize=1)
@@ -133,11 +133,22 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
     """Epoch reports after an in-loop line of the same epoch (one with a step inside the epoch)
     are not the latest progress line; that in-loop line is."""
     last_epoch = train[-1][0].epoch if train else None
-    train = _drop_trailing(
-        train,
-        _epoch_report,
-        lambda s, bar: s.epoch == last_epoch and s.step is not None and s.step != s.epoch,
-    )
+
+    def in_loop(s: ProgressSample, bar: bool) -> bool:
+        return s.epoch == last_epoch and s.step is not None and s.step != s.epoch
+
+    # (a loop may print one line per metric for the same step)
+    loop_keys = set().union(*(_keys(s.text) for s, bar in train[-8:] if in_loop(s, bar)))
+
+    def report(s: ProgressSample, bar: bool) -> bool:
+        # also an epoch-only line that only restates keys of the epoch's in-loop line
+        # (`Epoch[4] Train-F1=0.6` after `Epoch[4] Batch [300] ... Train-F1=0.5`): its aggregate
+        if _epoch_report(s, bar):
+            return True
+        keys = _keys(s.text)
+        return not bar and s.step is not None and s.step == s.epoch and bool(keys) and keys <= loop_keys
+
+    train = _drop_trailing(train, report, in_loop)
     # `64/64 [01:00<00:00, loss_tr=0.7]` then `epoch 2, lr 3e-4 - train loss 0.7 - dev loss
     # 1.2`: an epoch's line after the bar of its loop finished with a loss reports the epoch
     # (after a bar without one, the epoch's line is where the loop's loss is printed)
@@ -151,6 +162,14 @@ def drop_epoch_reports(train: list[tuple[ProgressSample, bool]]) -> list[tuple[P
     if end < len(train) and _finished_lossful_bar(*train[before - 1]):
         return train[:end]
     return train
+
+
+_KEY = re.compile(r"([^\W\d][\w\-./]*)\s*[=:]\s*[-+]?(?:\.?\d|nan\b|inf\b)", re.I)
+
+
+def _keys(text: str) -> set[str]:
+    """The keys of a line's `key=value` / `key: value` pairs, lower case."""
+    return {k.lower() for k in _KEY.findall(strip_timestamps(text))}
 
 
 def _epoch_line(s: ProgressSample, bar: bool) -> bool:

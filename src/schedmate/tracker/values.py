@@ -235,6 +235,8 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
                 return key, None  # `Time cost=126.9`, `weight loss: 0.1`: not a loss
             if hit[0] in ("step", "epoch") and "best" in head.split():
                 return key, None  # `best iteration = 100`, `bestEpoch: 7`: a summary, not the counter
+            if hit[0] == "step" and "job" in head.split():
+                return key, None  # `Terminating job step 4411.0`: a scheduler's step of a job, not the loop's
             if hit[0] == "step" and set(head.split()) & _TOTAL_WORDS:
                 return key, ("total_steps", 2)  # `Total training steps: 560` is the run's total
             prose = [w for w in head.split() if not _LOG_PREFIX.fullmatch(w)]  # without log levels

@@ -1,0 +1,64 @@
+"""Failure rules learned from unseen logs (session 13), each on variants written here.
+
+The logs that showed the class are not in the project; every case below is a self-written
+variant (other wording, spacing, order, scheduler) of the general pattern.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from schedmate.failure import FailureClassifier, FailureHandler, FailureLocator, KnowledgeBase
+from schedmate.tracker import LineClassifier
+
+
+@pytest.fixture(scope="module")
+def h() -> FailureHandler:
+    kb = KnowledgeBase.load()
+    return FailureHandler(FailureLocator(LineClassifier(), kb), FailureClassifier(kb))
+
+
+def test_a_schedulers_job_step_is_not_training_progress(h: FailureHandler) -> None:
+    """`Terminating job step 88.0` names the scheduler's step of the job: it must not open a
+    'failure region' after the time-limit verdict it follows."""
+    lines = [
+        "srun: forcing job termination",
+        "slurmstepd-c12: error: *** STEP 881234.0 ON c12 CANCELLED AT 2031-02-03T04:05:06 DUE TO TIME LIMIT ***",
+        "srun: Terminating job step 881234.0",
+        "srun: error: c13: tasks 4-7: Terminated",
+        "srun: error: c12: tasks 0-3: Terminated",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 2 and r.kind == "time_limit"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "reading shards: 41% (205/500) [####        ] eta 3:10:02 |Terminated",
+        "Terminated",
+        "/var/spool/job.sh: line 14: 5521 Terminated              ./bin/train --cfg run.toml",
+    ],
+)
+def test_a_shells_terminated_notice_is_an_external_termination(h: FailureHandler, line: str) -> None:
+    lines = ["loading inputs ...", "starting the solver", line]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 3 and r.kind == "terminated_by_signal"
+    assert r.category == "infrastructure"
+    # the lower-case verb in a program's own sentence is not the shell's notice
+    r = h.diagnose_lines(["loading inputs ...", "worker pool terminated"])
+    assert r.kind != "terminated_by_signal"
+
+
+def test_a_gpu_tools_symptom_yields_to_the_kernels_report_of_the_fault(h: FailureHandler) -> None:
+    """An operator pastes nvidia-smi's complaint first, then the kernel log that names the fault."""
+    lines = [
+        "$ nvidia-smi",
+        "Unable to determine the device handle for GPU 0000:3D:00.0: Unknown Error",
+        "$ journalctl -k | grep -i nvrm",
+        "kernel: NVRM: Xid (PCI:0000:3d:00): 79, pid=913, name=trainer, GPU has fallen off the bus.",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 4 and r.category == "infrastructure"
+    r = h.diagnose_lines(lines[:2])  # alone, the symptom is the cause
+    assert r.root_cause_line_no == 2 and r.category == "infrastructure"
