@@ -49,6 +49,50 @@ def test_an_epoch_line_restating_the_loops_keys_is_the_epochs_aggregate() -> Non
     ]
     r = run(lines)
     assert r.step == 410 and r.last_progress_line == lines[1]
-    # an epoch line with what the loop did not print (its loss) is the epoch's own record
-    r = run([*lines[:2], "epoch 3 | loss=0.31"])
+    # after in-loop lines without a loss, an epoch line with one is where the loop's loss is printed
+    acc = [t.replace("train-rmse=0.52", "train-acc=0.52") for t in lines[:1]]
+    r = run([*acc, "epoch 3 | loss=0.31"])
     assert r.last_progress_line == "epoch 3 | loss=0.31"
+
+
+def test_a_double_colon_separates_a_key_from_its_value() -> None:
+    lines = [f"ep {e}: train loss :: {1.5 - e / 10:.3f}, train f1 :: 0.4" for e in (1, 2)]
+    r = run(lines)
+    assert r.has_progress and r.step == 2 and abs(r.loss - 1.3) < 1e-9
+
+
+def test_a_leading_pair_separated_by_a_colon_is_epoch_and_step() -> None:
+    """`[3 :  41000] gen loss : 2.1 ...`: the leading bracket is (epoch, step)."""
+    lines = [f"[3 :  {i}] gen loss : 2.1 critic loss : -1.{i % 7}" for i in (41000, 42000)]
+    r = run(lines)
+    assert r.has_progress and r.step == 42000
+
+
+@pytest.mark.parametrize("opening", ["[", "{", " {"])
+def test_a_config_block_named_like_a_split_opens_no_evaluation_section(opening: str) -> None:
+    """A config dump's `valid:{` block is a setting, not an evaluation heading: the training
+    lines after the dump are training."""
+    lines = [
+        "config:{",
+        f"  valid:{opening}",
+        "    freq: 500.0",
+        "    keep: False",
+        "  }",
+        "}",
+        *(
+            f"[epoch: {e:3d}, iter: {i:6d}] time (data): 0.8 (0.1) l_pix: 1.0e-03"
+            for e, i in ((1, 90), (2, 180))
+        ),
+    ]
+    r = run(lines)
+    assert r.has_progress and r.step == 180
+
+
+def test_an_epoch_that_ended_is_a_summary_of_its_loop() -> None:
+    lines = [
+        "Epoch 12: 1999it [03:01, 11.0it/s, lr=1e-4, l1=0.02, step=9998]",
+        "Epoch 12: 2000it [03:01, 11.0it/s, lr=1e-4, l1=0.02, step=9999]",
+        "Epoch 11 ended. Steps: 9999. {'total_loss': 0.05}",
+    ]
+    r = run(lines)
+    assert r.step == 9999 and r.last_progress_line == lines[1]

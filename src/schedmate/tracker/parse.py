@@ -112,7 +112,7 @@ _KV = re.compile(
     + r"(?P=qq)"
     r"|(?<![\w./%])(?P<k>"
     + _KEY
-    + r")(?:#?\s*(?:=|:|\s)\s*(?:\[\s*|(?P<hash>#))?|\s?\((?=\d+\)))"  # (`Update #130`: a number sign before the count; `Iter(30)`)
+    + r")(?:#?\s*(?:=|::?|\s)\s*(?:\[\s*|(?P<hash>#))?|\s?\((?=\d+\)))"  # (`Update #130`: a number sign before the count; `Iter(30)`)
     + _VALUE
     + r"(?:st|nd|rd|th)?(?!\w|\.[\w.]|[-/]\d)(?(hash)(?!:.*0x[0-9a-fA-F]))"  # (not a stack frame's `frame #3: f + 0x1f`)
 )
@@ -136,7 +136,9 @@ _GROUPED_FRACTION = re.compile(
 _LIST_NUM = r"(?>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b)"
 _NUMBER_LIST = re.compile(rf"\s*\[(?P<items>\s*{_LIST_NUM}(?:\s*,\s*{_LIST_NUM})+)\s*\]\s*", re.I)
 _FULL_PERCENT = re.compile(r"(?<![\d.])100(?:\.0+)?\s*%")
-_LEADING_PAIR = re.compile(r"^\s*\[\s*(?P<e>\d+)\s*,\s*(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)")
+_LEADING_PAIR = re.compile(
+    r"^\s*\[\s*(?P<e>\d+)(?:\s*,\s*|\s+:\s*|\s*:\s+)(?P<n>\d+)\s*\](?=\s+[^\W\d][\w ]*[:=]\s*[-+]?\.?\d)"
+)
 _EPOCH_BRACKET = re.compile(
     r"\bepoch:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*(?P<te>\d+))?\s*\]\s*\[\s*(?P<n>\d+)(?:\s*/\s*(?P<d>\d+))?\s*\]",
     re.I,

@@ -48,7 +48,8 @@ __all__ = [
 
 _WORD = re.compile(r"[^\W\d_]+")
 _LOG_PREFIX = re.compile(r"^\s*(?:[A-Z]+:[\w.]+:|(?:\[[^\]]*\]\s*)+|[A-Z]+\s+[-|:]\s*)")
-_NOT_HEADING = re.compile(r"\w\s*=\s*[\w'\"]|[/\\_',]|:\s*\w")  # settings, paths, prose, key: value
+# settings, paths, prose, key: value, a config block's opening (`val: {`)
+_NOT_HEADING = re.compile(r"\w\s*=\s*[\w'\"]|[/\\_',]|:\s*\w|[:=]\s*[\[{(]\s*$")
 
 
 def _indented(text: str) -> bool:
