@@ -529,7 +529,13 @@ def test_a_ctime_timestamp_is_not_a_number_of_the_line() -> None:
 
 
 def test_an_earlier_line_of_another_format_at_the_same_step_is_not_merged(tmp_path: Path) -> None:
+    # (session 13: the step's learning-rate line after its loss line is that step's schedule,
+    # so the loss line is the latest report, as three of four labellers of unseen logs read it;
+    # the earlier line of step 700 is still not merged into step 800)
     text = "Iter 700, loss = 3.5\nIter 700, lr = 0.01\nIter 800, loss = 3.25\nIter 800, lr = 0.01\n"
+    r = track(text, tmp_path)
+    assert (r["step"], r["loss"], r["last_progress_line"]) == (800, 3.25, "Iter 800, loss = 3.25")
+    text = "Iter 700, loss = 3.5\nIter 800, lr = 0.01\n"
     r = track(text, tmp_path)
     assert (r["step"], r["loss"]) == (800, None)
 

@@ -96,3 +96,20 @@ def test_an_epoch_that_ended_is_a_summary_of_its_loop() -> None:
     ]
     r = run(lines)
     assert r.step == 9999 and r.last_progress_line == lines[1]
+
+
+def test_a_schedule_line_after_the_steps_report_is_not_the_report() -> None:
+    """`It 300, lr = 0.009` after `It 300 (5.1 it/s), objective = 0.41` and its continuation
+    line: the step's learning-rate line; the report with the loss is the progress line."""
+    lines = []
+    for i in (200, 300):
+        lines += [
+            f"I1231 10:00:{i // 100:02d}.5 77 runner.cc:90] It {i} (5.1 it/s, 19.6s/100 its), loss = 0.{i}",
+            f"I1231 10:00:{i // 100:02d}.6 77 runner.cc:95]     Head output #0: loss = 0.{i} (* 1 = 0.{i} loss)",
+            f"I1231 10:00:{i // 100:02d}.7 77 opt.cc:12] It {i}, lr = 0.00{9 - i // 100}",
+        ]
+    r = run(lines)
+    assert (r.step, r.loss) == (300, 0.3) and r.last_progress_line == lines[3]
+    # a line that only restates the learning rate of another step stays the latest
+    r = run([*lines[:2], "I1231 10:00:02.7 77 opt.cc:12] It 250, lr = 0.008"])
+    assert r.step == 250

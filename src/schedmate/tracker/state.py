@@ -28,6 +28,7 @@ from schedmate.tracker.trailing import (
     CONTINUATION,
     drop_bars_of_another_loop,
     drop_closing_record,
+    drop_schedule_lines,
     drop_epoch_reports,
     drop_evaluate_after_fit,
     drop_headers_after_a_bar,
@@ -229,6 +230,7 @@ def summarize(
     late_rate = late[0][0].step_time_s if late and all(rate_of_steps_alone(s.text) for s, _ in late) else None
     train = timed
     train = drop_closing_record(train)
+    train = drop_schedule_lines(train)
     train = drop_headers_after_a_bar(train)
     train = drop_epoch_reports(train)
     train = drop_bars_of_another_loop(train)

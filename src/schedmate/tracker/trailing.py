@@ -23,6 +23,7 @@ __all__ = [
     "drop_epoch_reports",
     "drop_evaluate_after_fit",
     "drop_headers_after_a_bar",
+    "drop_schedule_lines",
     "drop_trailing_summaries",
     "drop_trailing_timings",
     "never_moved",
@@ -259,6 +260,24 @@ def drop_trailing_timings(train: list[tuple[ProgressSample, bool]]) -> list[tupl
     ms`) states neither a counter nor a loss: it is not the latest progress line; the counter
     line before it is (with its own fields)."""
     return _drop_trailing(train, _timing_report, lambda s, _bar: s.step is not None)
+
+
+def drop_schedule_lines(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
+    """A line that repeats the step of the line before it and states only the learning rate
+    (`Iteration 100, lr = 0.0099` after `Iteration 100 (...), loss = 0.22`) is that step's
+    schedule; the line before it, with the loss, is the step's report."""
+    if len(train) < 2 or train[-1][1]:
+        return train
+    s = train[-1][0]
+    if s.lr is None or s.loss is not None or s.loss_is_nan or s.step_time_s is not None or s.throughput:
+        return train
+    # the step's counter line, and the continuation lines printed after it (`Train net output: loss`)
+    at = next(
+        (k for k in range(len(train) - 2, max(-1, len(train) - 5), -1) if train[k][0].step is not None), None
+    )
+    if at is None or train[at][0].step != s.step or all(x.loss is None for x, _ in train[at:-1]):
+        return train
+    return train[: at + 1]
 
 
 def drop_closing_record(train: list[tuple[ProgressSample, bool]]) -> list[tuple[ProgressSample, bool]]:
