@@ -62,3 +62,24 @@ def test_a_gpu_tools_symptom_yields_to_the_kernels_report_of_the_fault(h: Failur
     assert r.root_cause_line_no == 4 and r.category == "infrastructure"
     r = h.diagnose_lines(lines[:2])  # alone, the symptom is the cause
     assert r.root_cause_line_no == 2 and r.category == "infrastructure"
+
+
+def test_a_tensorflow_kernels_failure_warning_is_the_first_sign_of_the_cause(h: FailureHandler) -> None:
+    """TensorFlow logs the failing kernel's status as a warning before Python raises a generic
+    `Graph execution error`: that warning states the cause first."""
+    lines = [
+        "2031-01-02 03:04:05.000001: W tf/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at "
+        "gather_op.cc:91 : INVALID_ARGUMENT: indices[5,2] = 30522 is not in [0, 30522)",
+        "Traceback (most recent call last):",
+        '  File "fit.py", line 9, in <module>',
+        "tensorflow.python.framework.errors_impl.InvalidArgumentError: Graph execution error:",
+    ]
+    r = h.diagnose_lines(lines)
+    assert r.root_cause_line_no == 1 and r.category == "application"
+    # a finished input iterator's routine OUT_OF_RANGE is not a failure
+    healthy = [
+        "W tf/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at iterator_ops.cc:1089 : OUT_OF_RANGE: "
+        "End of sequence",
+        "Epoch 3/3 - loss: 0.12",
+    ]
+    assert not h.diagnose_lines(healthy).failed

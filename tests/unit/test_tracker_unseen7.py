@@ -113,3 +113,16 @@ def test_a_schedule_line_after_the_steps_report_is_not_the_report() -> None:
     # a line that only restates the learning rate of another step stays the latest
     r = run([*lines[:2], "I1231 10:00:02.7 77 opt.cc:12] It 250, lr = 0.008"])
     assert r.step == 250
+
+
+def test_a_model_summary_row_is_not_progress() -> None:
+    """A layer table's row: `norm_4 (Batch (None, 64)   256`: the parenthesised shape is no
+    qualifier of a `Batch` key, and 256 is a parameter count, not a step."""
+    lines = [
+        "conv_3 (Conv2D)              (None, 14, 14, 64)        36928",
+        "norm_4 (Batch (None, 64)                  256",
+        "norm_5 (Batch (None, 128)                 512",
+        "Total params: 37,696",
+    ]
+    r = run(lines)
+    assert not r.has_progress

@@ -13,7 +13,8 @@ bounded memory. Inside the chosen region the rules pick the root cause:
   summary) come after the rank's first error;
 - a user's own print of the error (`Error running job: <message>`, a localised prefix)
   states the cause first: the later exception line repeating its message does not win;
-- native fatal lines (glog `F0101 ...`, `Check failed: ...`) are causes, the `Aborted`
+- native fatal lines (glog `F0101 ...`, `Check failed: ...`, a TensorFlow kernel's
+  `OP_REQUIRES failed at ...`) are causes, the `Aborted`
   after them is not; boxed (rich) tracebacks and rank-prefixed frames are frames;
 - a symptom signature (`defer_to` in the knowledge base) yields to a line shortly after it
   that names the real fault (a socket error, then the GPU fault that killed the peer);
@@ -67,6 +68,10 @@ _NATIVE_FATAL = re.compile(
     r"^\s*F\d{4} \d\d:\d\d:\d\d|\bCheck failed:|\bFATAL\b.{0,80}\.(?:cc|cpp|cu|h):\d+\]"
     r"|\b\w*(?:Check|CHECK)[ _](?:FAIL|FAILED)\b"  # a check macro's report: `cudaCheck FAIL file=...`
     r"|(?:^|[\]\s])panic: \S"  # a Go runtime's panic (a logger's or a launcher's service)
+    # a TensorFlow kernel's failure, logged as a warning (not the routine OUT_OF_RANGE of a
+    # finished iterator, nor CANCELLED)
+    r"|\bOP_REQUIRES failed at \S+ : (?:INVALID_ARGUMENT|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|INTERNAL"
+    r"|DATA_LOSS|UNIMPLEMENTED): "
 )
 # an error written after a progress bar's last redraw, with no line break between (`...it/s]panic: ...`)
 _GLUED_AFTER_BAR = re.compile(r"\]\s*(?:panic: |terminate called|fatal error:|[\w.]*(?:Error|Exception): )")

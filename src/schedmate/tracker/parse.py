@@ -99,7 +99,7 @@ _BAR_NOTOTAL = re.compile(
 # of a long word-character run is quadratic)
 _KEY = (
     r"[^\W\d][\w./\-]{0,60}(?:\s?\((?!\d+\))[^)\s]{1,10}\))?(?:[ ][^\W\d_][\w./\-]{0,60}(?:\s?\((?!\d+\))[^)\s]{1,10}\))?){0,5}"
-    r"(?:\s\([^()\n]{1,24}\))?"  # (`Mean loss (over 50 steps)`: a qualifier in words)
+    r"(?:\s\((?!None\b|\d+,)[^()\n]{1,24}\))?"  # (`Mean loss (over 50 steps)`: a qualifier in words, not a shape)
 )
 _VALUE = (
     r"(?P<v>" + _DUR_COLON + r"|" + _DUR_HMS + r"|(?:" + NUM + r")(?:\s*/\s*(?:" + NUM + r"))?)"
