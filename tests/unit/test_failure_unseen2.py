@@ -83,3 +83,37 @@ def test_a_tensorflow_kernels_failure_warning_is_the_first_sign_of_the_cause(h: 
         "Epoch 3/3 - loss: 0.12",
     ]
     assert not h.diagnose_lines(healthy).failed
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sanity check: no CUDA out of memory errors detected",
+        "run summary: finished without NCCL timeout events",
+        "health: zero uncorrectable ECC errors on all GPUs",
+    ],
+)
+def test_a_line_that_negates_a_fault_is_not_that_fault(h: FailureHandler, line: str) -> None:
+    """(session-13 break test) A healthy run's report that a fault did not happen."""
+    lines = ["Epoch 1/1", line, "step 10/10 loss 0.1", "Finished training"]
+    r = h.diagnose_lines(lines)
+    assert not r.failed
+    # the fault itself is still a cause
+    assert h.diagnose_lines(
+        ["step 3/10 loss 0.5", "RuntimeError: CUDA out of memory. Tried to allocate 2 GiB"]
+    ).failed
+
+
+def test_an_exception_python_ignored_at_exit_is_not_the_failure(h: FailureHandler) -> None:
+    """`Exception ignored in: ...` (a finaliser's error at interpreter exit) is not fatal."""
+    teardown = [
+        "Exception ignored in: <function _Pool.__del__ at 0x7f00>",
+        "Traceback (most recent call last):",
+        '  File "pool.py", line 80, in __del__',
+        "TypeError: 'NoneType' object is not callable",
+    ]
+    r = h.diagnose_lines(["iter 500/500 loss 0.02", "done: model saved", *teardown])
+    assert not r.failed
+    # a real failure after the teardown noise is still found
+    r = h.diagnose_lines(["iter 500/500 loss 0.02", *teardown, "OSError: [Errno 28] No space left on device"])
+    assert r.failed and r.root_cause_line_no == 6

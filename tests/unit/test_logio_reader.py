@@ -352,3 +352,25 @@ def test_reverse_reading_passes_over_nul_blocks_and_holes_with_the_same_lines(
     for block in (7, 64, 1024):
         assert list(iter_lines_reverse(p, block_bytes=block, max_line_chars=50)) == cut, block
     assert list(iter_lines_reverse(p)) == [t.text for t in iter_lines(p)][::-1]
+
+
+def test_a_western_single_byte_log_is_not_read_as_a_cjk_encoding(tmp_path: Path) -> None:
+    """(session-13 break test) Accented letters standing alone between ASCII bytes are a
+    Western 8-bit encoding; GB18030 would pair each with the ASCII letter after it."""
+    from schedmate.logio.encoding import detect_encoding
+
+    text = "Époque 2/8 étape 40/300 perte=0.51 précision=0.9 Größe über „gut“\n" * 30
+    assert detect_encoding(text.encode("cp1252")) == "cp1252"
+    assert detect_encoding("Époque 2/8 étape 40/300 perte=0.5\n".encode("latin-1") * 30) in (
+        "cp1252",
+        "latin-1",
+    )
+    # double-byte Chinese text keeps its decoder
+    zh = "训练 第 5 步 损失 0.3 学习率 0.001 完成\n" * 30
+    assert detect_encoding(zh.encode("gbk")) == "gb18030"
+    p = tmp_path / "fr.log"
+    p.write_bytes(text.encode("cp1252"))
+    from schedmate.tracker import MetricTracker
+
+    r = MetricTracker().track_file(p)
+    assert (r.step, r.total_steps) == (40, 300)

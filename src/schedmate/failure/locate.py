@@ -21,7 +21,9 @@ bounded memory. Inside the chosen region the rules pick the root cause:
 - the scheduler's verdict on a job that was still running (time limit, memory-limit kill,
   preemption, node failure) outranks an earlier error the job went on after; an exception
   that ended a traceback, a native fatal line and a platform fault keep their place;
-- what a line only quotes (`saw "NCCL WARN ..."` in a user's print) is not said by it;
+- what a line only quotes (`saw "NCCL WARN ..."` in a user's print) is not said by it, nor
+  what it negates (`no CUDA out of memory errors detected`); Python's `Exception ignored in:`
+  reports (a finaliser at exit) are not fatal;
 - an error glued after a progress bar's last redraw (`...it/s]panic: ...`) is a cause.
 """
 
@@ -106,6 +108,8 @@ _VERDICT_HINT = re.compile(  # a cheap filter before the signatures
     r"|connection failure|pressure",
     re.I,
 )
+_NEGATION = re.compile(r"\b(?:no|without|zero|never|not any)\s+(?:[\w-]+\s+){0,2}$", re.I)
+_IGNORED = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?Exception ignored in\b")
 _CONTEXT_AFTER = 40
 _CONTEXT_BEFORE = 5
 _BEFORE_KEPT = 5000  # lines before the root kept for the checkpoint search
@@ -158,6 +162,15 @@ def _quoted_only(sig: Signature, text: str) -> bool:
         if not any(a < m.start() and m.end() < b for a, b in spans):
             return False
     return found
+
+
+def _negated(sig: Signature, text: str) -> bool:
+    """The line says the fault did not happen (`no CUDA out of memory errors detected`,
+    `finished without NCCL timeouts`): a negation word just before the signature's match."""
+    if _EXC_LINE.match(text):
+        return False
+    m = sig.regex.search(text[:_QUOTE_SCAN])
+    return m is not None and _NEGATION.search(text[max(0, m.start() - 40) : m.start()]) is not None
 
 
 def _is_frame(text: str) -> bool:
@@ -220,7 +233,7 @@ class FailureLocator:
         sig = self.kb.match(text, include_generic=False)
         if sig is None or sig.confidence < floor:
             return None
-        return None if _quoted_only(sig, text) else sig
+        return None if _quoted_only(sig, text) or _negated(sig, text) else sig
 
     def _candidate(self, text: str, kind: LineKind, floor: float = _STRONG) -> Signature | bool:
         if _GLUED_FRAME.match(text):
@@ -316,6 +329,9 @@ class FailureLocator:
         i, n = start, len(lines)
         while i < n:
             text = lines[i]
+            if _IGNORED.match(text):
+                i = self._after_ignored(lines, i)
+                continue
             if _TRACEBACK.search(text):
                 exc = self._exception_of(lines, i + 1)
                 if exc is not None:
@@ -329,6 +345,17 @@ class FailureLocator:
                 return i, cand if isinstance(cand, Signature) else self.kb.match(text)
             i += 1
         return None
+
+    def _after_ignored(self, lines: Sequence[str], i: int) -> int:
+        """Python's `Exception ignored in: ...` reports an exception it could not raise (a
+        finaliser at exit): not fatal. The line after its exception line."""
+        j = i + 1
+        if j < len(lines) and _TRACEBACK.search(lines[j]):
+            found = self._exception_of(lines, j + 1)
+            return found[0] + 1 if found is not None else j + 1
+        if j < len(lines) and _EXC_LINE.match(lines[j]):
+            return j + 1
+        return j
 
     def _refine(
         self, lines: Sequence[str], kinds: Sequence[LineKind], i: int, sig: Signature | None

@@ -10,6 +10,7 @@ decoded with its encoding and split like every other log.
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 
 from schedmate.core.errors import InputError
@@ -55,6 +56,10 @@ def detect_encoding(head: bytes) -> str | None:
         return None
     except UnicodeDecodeError:
         pass
+    if _isolated_high_bytes(data):
+        # a Western 8-bit log (`\xc9poque 1/10 \xe9tape 5`): the multi-byte decoders below would
+        # pair each accented letter with the ASCII letter after it
+        return "cp1252" if _decodes(data, "cp1252") else "latin-1"
     for enc in _LEGACY:
         try:
             codecs.getincrementaldecoder(enc)("strict").decode(data, False)
@@ -62,6 +67,25 @@ def detect_encoding(head: bytes) -> str | None:
         except UnicodeDecodeError:
             continue
     return None
+
+
+_HIGH_RUN = re.compile(rb"[\x80-\xff]+")
+
+
+def _isolated_high_bytes(data: bytes) -> bool:
+    """Most runs of bytes above 0x7F have an odd length, as the accented letters of a
+    single-byte Western encoding mostly stand alone (`\xc9poque`, `Gr\xf6\xdfe`); a
+    double-byte CJK encoding writes its characters as pairs of such bytes."""
+    runs = [len(m) for m in _HIGH_RUN.findall(data)]
+    return bool(runs) and sum(n % 2 for n in runs) > 0.5 * len(runs)
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def read_decoded_lines(path: str | Path, encoding: str, *, max_bytes: int = MAX_DECODED_BYTES) -> list[str]:
