@@ -121,3 +121,24 @@ def test_follow_json_reports_a_stall_while_the_file_stays_silent(tmp_path: Path)
     # the lines read at once give one update (step 10), then the stall comes with no new line
     assert len(stalls) == 1 and records[-1] is stalls[0] and len(records) >= 2
     assert records[-2]["step"] == 10 and records[-2]["events"] == [] and stalls[0]["step"] == 10
+
+
+def test_history_and_diagnose_show_markup_characters_in_names_as_text(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(session-13 break test) `[/]` in a store path made `history import` end in an internal
+    error after the import; `[red]` was swallowed from store and log names."""
+    monkeypatch.setenv("SCHEDMATE_EMBEDDER", "none")
+    jobs = write(tmp_path / "h.jsonl", b'{"job_id": "a1", "duration_s": 60, "command": "python t.py"}\n')
+    (tmp_path / "st[").mkdir()
+    for store in (tmp_path / "st[/]h.db", tmp_path / "runs[red].db"):
+        res = runner.invoke(
+            app, ["--embedder", "none", "history", "import", "--store", str(store), str(jobs)]
+        )
+        assert res.exit_code == 0 and "internal error" not in res.output, res.output
+        assert store.name in res.output
+        res = runner.invoke(app, ["--embedder", "none", "history", "stats", "--store", str(store)])
+        assert res.exit_code == 0 and store.name in res.output, res.output
+    log = write(tmp_path / "x[red]y.log", b"step 3/9 loss 0.5\n")
+    res = runner.invoke(app, ["diagnose", "--no-plan", str(log)])
+    assert res.exit_code == 0 and "x[red]y.log" in res.output, res.output

@@ -91,18 +91,19 @@ def history_import(
         typer.echo(json.dumps(report.to_json_dict(), allow_nan=False))
     else:
         console.print(
-            f"imported {report.imported} jobs into {report.store} ({report.stored_total} stored) "
-            f"in {report.elapsed_s:.1f}s; {report.extracted} code extractions"
+            f"imported {report.imported} jobs into {shown(report.store)} ({report.stored_total} stored) "
+            f"in {report.elapsed_s:.1f}s; {report.extracted} code extractions",
+            highlight=False,
         )
         for w in report.warnings:
-            err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+            err_console.print(f"[yellow]warning:[/] {shown(w)}", highlight=False)
     # errors go to stderr in both modes (with --json, the record lists them too)
     for e in report.errors[:MAX_SHOWN_ERRORS]:
         where = f"{file}:{e.line}" if hasattr(e, "line") else f"{file}: job {getattr(e, 'job_id', '?')}"
-        err_console.print(f"[yellow]{where}:[/] {e.message}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]{shown(where)}:[/] {shown(e.message)}", highlight=False, soft_wrap=True)
     if report.error_count > MAX_SHOWN_ERRORS:
         err_console.print(
-            f"[yellow]{file}:[/] {report.error_count - MAX_SHOWN_ERRORS} more errors not shown "
+            f"[yellow]{shown(file)}:[/] {report.error_count - MAX_SHOWN_ERRORS} more errors not shown "
             f"({report.error_count} in all; --json lists the first {len(report.errors)})",
             highlight=False,
         )
@@ -122,9 +123,9 @@ def history_stats(
     if as_json:
         typer.echo(json.dumps(out, allow_nan=False))
     else:
-        console.print(f"store     {out['store']}", highlight=False)
+        console.print(f"store     {shown(out['store'])}", highlight=False)
         console.print(f"jobs      {out['jobs']:,}", highlight=False)
-        console.print(f"embedder  {out.get('embedder') or '-'}", highlight=False)
+        console.print(f"embedder  {shown(out.get('embedder') or '-')}", highlight=False)
         cal = out.get("calibration") or {}
         if cal:
             console.print("calibration of the metadata fallback:", highlight=False)
@@ -224,7 +225,7 @@ def advise(
         jobs = read_batch(batch)
 
     def warn(msg: str) -> None:
-        err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {shown(msg)}", highlight=False)
 
     for a in advise_jobs(settings, jobs, store=store, source=str(batch or code), warn=warn):
         if as_json:

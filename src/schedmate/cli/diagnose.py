@@ -22,7 +22,7 @@ __all__ = ["diagnose", "render_report"]
 
 
 def render_report(r: FailureReport) -> Panel:
-    name = Path(r.file).name
+    name = escape(Path(r.file).name)  # a file name is text, not markup (`x[red]y.log`)
     if r.error:
         return Panel(Text(r.error, style="red"), title=name)
     if not r.failed:

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from schedmate.cli import app
-from schedmate.cli.common import console, err_console, friendly_errors, sim_semantics
+from schedmate.cli.common import console, err_console, friendly_errors, shown, sim_semantics
 from schedmate.core.errors import InputError
 from schedmate.core.types import SCHEMA_VERSION
 
@@ -248,7 +248,7 @@ def simulate(
         on_start=on_start,
     )
     for w in rep.warnings:
-        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {shown(w)}", highlight=False)
     if per_job is not None:
         _write_per_job(per_job, rep)
     if as_json:
@@ -262,9 +262,9 @@ def simulate(
         from schedmate.sdk.sim import plot_runs
 
         for f in plot_runs([r.result for r in rep.runs], plot, title=rep.trace):
-            err_console.print(f"wrote {f}")
+            err_console.print(f"wrote {shown(f)}", highlight=False)
     if per_job is not None:
-        err_console.print(f"wrote {per_job}")
+        err_console.print(f"wrote {shown(per_job)}", highlight=False)
 
 
 def _print_table(rep: SimulationReport, per_vc: bool, failures: bool) -> None:
@@ -276,7 +276,7 @@ def _print_table(rep: SimulationReport, per_vc: bool, failures: bool) -> None:
             else f", node placement ({rep.gpus_per_node} GPUs/node)"
         )
     sem = "" if rep.semantics == "default" else f", semantics {rep.semantics}"
-    table = Table(title=f"{rep.trace}: {rep.n_jobs:,} jobs, {rep.gpus:,} GPUs{where}{sem}")
+    table = Table(title=f"{shown(rep.trace)}: {rep.n_jobs:,} jobs, {rep.gpus:,} GPUs{where}{sem}")
     for col in (
         "policy",
         "estimator",

@@ -153,7 +153,7 @@ def whatif(
             window_s=window_s,
         )
         for w in rep.warnings:
-            err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+            err_console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
         gpus[f] = rep.gpus
         for run in rep.runs:
             avg[(run.policy, f)] = run.metrics.avg_jct_s
@@ -164,7 +164,7 @@ def whatif(
                 sys.stdout.write(json.dumps(rec, allow_nan=False) + "\n")
     if as_json:
         return
-    table = Table(title=f"what-if on {trace.name}: average JCT (s)")
+    table = Table(title=f"what-if on {escape(trace.name)}: average JCT (s)")
     table.add_column("policy")
     for f in factors:
         table.add_column(f"x{f:g} ({gpus[f]:,} GPUs)", justify="right")
