@@ -126,3 +126,38 @@ def test_a_model_summary_row_is_not_progress() -> None:
     ]
     r = run(lines)
     assert not r.has_progress
+
+
+def test_the_cheap_heading_test_never_skips_a_line_that_says_something_about_sections() -> None:
+    """(session-13 break test: 1M distinct numbered lines took 22 s, each read as a possible
+    section heading) The cheap pre-test must be exact: whatever it skips, the full reading
+    would have found nothing in."""
+    import random
+
+    from schedmate.tracker.fields import lexicon
+    from schedmate.tracker.state import _heading, _may_be_heading
+
+    lex = lexicon()
+    vocab = [
+        *sorted(lex.eval_headings),
+        *sorted(lex.train_words),
+        *sorted(lex.summary_words),
+        "metrics",
+        "results",
+    ]
+    vocab += ["worker", "ready", "pid", "loading", "INFO", "epoch", "host", "=", "|", "-", "(x)", "[a]"]
+    rng = random.Random(13)
+    for _ in range(20000):
+        parts = [
+            rng.choice(vocab) if rng.random() < 0.7 else str(rng.randint(0, 99999))
+            for _ in range(rng.randint(1, 7))
+        ]
+        text = " ".join(parts)
+        if rng.random() < 0.3:
+            text = "2031-01-02 03:04:05,678 " + text
+        if rng.random() < 0.3:
+            text += rng.choice(
+                [":", ": 2031-01-02 03:04:05", ": 2031-01-02_03:04:05 ", " (n=3):", ":  ", " 12:00:01"]
+            )
+        if not _may_be_heading(text):
+            assert _heading(text) == (None, None, None), text

@@ -71,6 +71,7 @@ def _indented(text: str) -> bool:
 # without nested optional spaces: a long run of spaces is read once)
 _RECORD_PREFIX = re.compile(r"^(?:(?:\[[^\]]*\] ?)+|[A-Z]+ )")
 _ENDS_IN_DECIMAL = re.compile(r"\d\.\d+\s*$")
+_MAY_END_IN_COLON = re.compile(r"[:)][\d\s:.,_/+\-TZ]*$")
 _ASIDE = re.compile(r"(?<=\w)\s*\([^()]{0,80}\)")  # (not a value: `TEST: ("val",)`)
 
 
@@ -93,6 +94,8 @@ class Sections:
     def announce(self, line_no: int, text: str) -> ProgressSample | None:
         """Feed a line that gave no sample; an evaluation marker sample when it opens a section."""
         if len(text) > 160:
+            return None
+        if not _may_be_heading(text):
             return None
         summary, in_eval, heading = _heading(text)
         if summary is not None:
@@ -135,6 +138,21 @@ class Sections:
         if pos is not None or key not in self.last_pos:
             self.last_pos[key] = pos
         return s
+
+
+def _may_be_heading(text: str) -> bool:
+    """A cheap test, exact for what `_heading` can say: only a line that ends in a colon (also
+    before a timestamp or an aside), has non-ASCII text, or has a word of a section heading may
+    open or close a section (the millions of distinct numbered lines of a log are none of these)."""
+    if _MAY_END_IN_COLON.search(text) or not text.isascii():
+        return True
+    return not _heading_words().isdisjoint(_WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=1)
+def _heading_words() -> frozenset[str]:
+    lex = lexicon()
+    return frozenset((*lex.eval_headings, *lex.eval_words, *lex.train_words, "metrics", "results"))
 
 
 @lru_cache(maxsize=4096)
