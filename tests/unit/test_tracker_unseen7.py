@@ -161,3 +161,12 @@ def test_the_cheap_heading_test_never_skips_a_line_that_says_something_about_sec
             )
         if not _may_be_heading(text):
             assert _heading(text) == (None, None, None), text
+
+
+@pytest.mark.parametrize("word", ["No.", "Nr.", "number", "no"])
+def test_a_counter_key_with_a_number_word_is_the_counter(word: str) -> None:
+    """`Iteration No. 40`, `Epoch number: 3`: the word says the value is the unit's number."""
+    r = run([f"Iteration {word} {i}, objective = 0.{i}" for i in (40, 41)])
+    assert r.step == 41
+    r = run([f"Epoch {word}: {e} loss {e / 10}" for e in (3, 4)])
+    assert r.epoch == 4

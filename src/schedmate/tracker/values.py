@@ -204,6 +204,7 @@ _GENERIC_TIME = {
 }
 
 
+_NUMBER_WORD = re.compile(r"\s+(?:no|nr|num|number)\.?\s*$", re.I)  # `Epoch No.`: the epoch's number
 _KEY_ASIDE = re.compile(r"\s*\([^()]*\)\s*$")
 
 
@@ -221,6 +222,8 @@ def resolve_key(c: Candidates, raw_key: str) -> tuple[str, tuple[str, int] | Non
         return resolve_key(c, paired[1])  # `time (data): 1.6 (0.26)`: the first value is `time`
     if hit is None and (aside := _KEY_ASIDE.search(raw_key)) is not None and aside.start() > 0:
         return resolve_key(c, raw_key[: aside.start()])  # `Mean loss (over 50 steps)`: what it averages
+    if hit is None and (numbered := _NUMBER_WORD.search(raw_key)) is not None and numbered.start() > 0:
+        return resolve_key(c, raw_key[: numbered.start()])  # `Epoch No. 3`, `Iteration number 40`
     if hit is not None or " " not in raw_key.strip():
         return key, hit
     words = raw_key.lower().split()
